@@ -1,0 +1,33 @@
+"""nbgrader configuration of the course (used by `nbgrader ...` run from grading/ and by mhalib).
+
+The instructor master lives in solutions/ (nbgrader's "source"), the learner release in
+notebooks/ (nbgrader's "release"); everything a class produces goes under grading/course/.
+"""
+
+import os
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COURSE = os.path.join(REPO, "grading", "course")
+
+c.CourseDirectory.course_id = "mha-course"
+c.CourseDirectory.root = REPO
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.submitted_directory = os.path.join("grading", "course", "submitted")
+c.CourseDirectory.autograded_directory = os.path.join("grading", "course", "autograded")
+c.CourseDirectory.feedback_directory = os.path.join("grading", "course", "feedback")
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(COURSE, "gradebook.db")
+
+c.CourseDirectory.db_assignments = [
+    dict(name="01-single-head"), dict(name="02-multi-head"), dict(name="03-scaling"),
+    dict(name="04-masks"), dict(name="05-flops"), dict(name="06-gqa"), dict(name="07-flash"),
+    dict(name="08-heads"),
+]
+
+# Release: no outputs, locked read-only cells, solutions and hidden tests removed.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.enforce_metadata = True
+c.Execute.timeout = 120
+c.Execute.allow_errors = True

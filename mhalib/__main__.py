@@ -1,0 +1,5 @@
+import sys
+
+from mhalib.cli import main
+
+sys.exit(main())

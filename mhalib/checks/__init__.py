@@ -1,0 +1,14 @@
+"""Checkers behind every test cell: a probe that runs the learner's code, a judge that scores.
+
+See ``check`` (test cells), ``record_exercises`` (the grader, inside the sandbox) and
+``judge_record`` / ``judge_file`` (the grader, in a clean process).
+"""
+
+from mhalib.checks.api import CheckFailed, check
+from mhalib.checks.judge import judge_file, judge_record
+from mhalib.checks.record import record_exercises
+from mhalib.checks.registry import LESSONS, NOTEBOOKS, exercises_of, get_exercise
+from mhalib.checks.verdict import Verdict
+
+__all__ = ["CheckFailed", "LESSONS", "NOTEBOOKS", "Verdict", "check", "exercises_of",
+           "get_exercise", "judge_file", "judge_record", "record_exercises"]

@@ -1,0 +1,137 @@
+"""The judge: a pure function from (exercise, seed, suite, recorded outputs) to a :class:`Verdict`.
+
+It rebuilds the inputs from the seed, so nothing recorded in the learner's kernel but the outputs
+is trusted, and names the likely mistake by evaluating each mistake model on the same inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from mhalib.checks.encoding import EncodingError, decode
+from mhalib.checks.verdict import Verdict
+
+RECORD_FORMAT = "mhalib-record/1"
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+# statuses the probe writes for a whole exercise, with the learner-facing reason
+_EXERCISE_FAILURES = {
+    "missing": "no function named {name} was defined: keep the function name of the exercise.",
+    "integrity": "{reason}",
+    "called_answer_key": "{reason}",
+}
+
+
+def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdict:
+    """Judge decoded per-case results ``[{status, output, error, meta}]`` of ``exercise``."""
+    name = exercise.name
+    cases = exercise.cases(seed, suite)
+    if len(results) != len(cases):
+        return Verdict.failure(
+            name, f"the record holds {len(results)} results for {len(cases)} cases.", "bad_record"
+        )
+    failures: list[tuple[str, str]] = []  # (case label, problem)
+    mistake_votes: Counter[str] = Counter()
+    flags: set[str] = set()
+    mistakes = exercise.mistakes()
+    for case, result in zip(cases, results):
+        status = result.get("status")
+        if status != "ok":
+            flags.add(status if status in ("error", "timeout", "too_large") else "bad_record")
+            failures.append((case.label, _status_problem(status, result.get("error"), case)))
+            continue
+        try:
+            problem = exercise.judge_case(case, result.get("output"), result.get("meta") or {})
+        except Exception as error:  # a malformed output must never crash the judge
+            problem = f"could not compare the output ({type(error).__name__}: {error})"
+        if problem is None:
+            continue
+        failures.append((case.label, problem))
+        for mistake in mistakes:
+            if exercise.matches(case, mistake, result.get("output")):
+                mistake_votes[mistake.name] += 1
+    total = len(cases)
+    passed = total - len(failures)
+    if not failures:
+        return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.",
+                       cases_passed=passed, cases_total=total)
+    details = [f"{label}: {problem}" for label, problem in failures]
+    if mistake_votes:
+        best, _ = mistake_votes.most_common(1)[0]
+        message = next(m.message for m in mistakes if m.name == best)
+        diagnosis = f"{name}: {message}"
+        flags.add(f"mistake:{best}")
+    else:
+        label, problem = failures[0]
+        diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
+    return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), passed, total)
+
+
+def _status_problem(status, error, case) -> str:
+    if status == "error":
+        return f"raised {error} when called with {case.signature()}"
+    if status == "timeout":
+        return "took longer than the time allowed for one call"
+    if status == "too_large":
+        return "returned an output too large to record"
+    return f"unexpected result status {status!r}"
+
+
+def judge_record(exercise_name: str, record, seed: int, suite: str = "grading") -> Verdict:
+    """Judge a record dict written by :func:`mhalib.checks.record.record_exercises`.
+
+    The suite is the grader's, never the record's. Never raises on hostile or malformed
+    records; those get a failing verdict flagged ``bad_record``.
+    """
+    from mhalib.checks.registry import get_exercise
+
+    exercise = get_exercise(exercise_name)
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        return Verdict.failure(exercise_name, "the grading record is malformed.", "bad_record")
+    if record.get("exercise") != exercise_name or record.get("seed") != seed:
+        return Verdict.failure(
+            exercise_name, "the grading record does not belong to this exercise and seed.",
+            "bad_record",
+        )
+    status = record.get("status")
+    if status in _EXERCISE_FAILURES:
+        reason = str(record.get("reason") or "")[:500]
+        text = _EXERCISE_FAILURES[status].format(name=exercise_name, reason=reason)
+        return Verdict.failure(exercise_name, f"{exercise_name}: {text}", status)
+    if status != "ok" or not isinstance(record.get("cases"), list):
+        return Verdict.failure(exercise_name, "the grading record is malformed.", "bad_record")
+    results = []
+    try:
+        for raw in record["cases"]:
+            if not isinstance(raw, dict):
+                raise EncodingError("case is not an object")
+            results.append({
+                "status": raw.get("status"),
+                "output": decode(raw.get("output")) if raw.get("status") == "ok" else None,
+                "error": str(raw.get("error") or "")[:300],
+                "meta": raw.get("meta") if isinstance(raw.get("meta"), dict) else {},
+            })
+    except (EncodingError, ValueError, TypeError) as error:
+        return Verdict.failure(exercise_name, f"the grading record is malformed ({error}).",
+                               "bad_record")
+    return judge_outputs(exercise, seed, suite, results)
+
+
+def judge_file(exercise_name: str, path, seed: int) -> Verdict:
+    """Read a record file (size-capped) and judge it; a missing file means the probe never ran."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return Verdict.failure(exercise_name, f"{exercise_name}: the notebook never reached the "
+                               "point where it is graded (no record was written).", "no_record")
+    if size > MAX_RECORD_BYTES:
+        return Verdict.failure(exercise_name, "the grading record is too large.", "too_large")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError) as error:
+        return Verdict.failure(exercise_name, f"the grading record is unreadable ({error}).",
+                               "bad_record")
+    return judge_record(exercise_name, record, seed)

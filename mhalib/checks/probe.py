@@ -1,0 +1,79 @@
+"""The probe: calls the learner's function on the checker's cases and records what comes back."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import traceback
+from contextlib import contextmanager
+
+from mhalib.checks.encoding import EncodingError, encode, to_plain
+from mhalib.checks.integrity import AnswerKeyWatch
+
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # per exercise, encoded
+
+
+class CallTimeout(Exception):
+    """One call of the learner's function ran out of time."""
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Raise :class:`CallTimeout` after ``seconds`` (main thread only; elsewhere no limit)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _alarm(signum, frame):
+        raise CallTimeout(f"call took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = None) -> dict:
+    """Run ``func`` on every case of ``exercise``; returns a record (see checks_api / judge).
+
+    The record holds per-case ``status`` (ok, error, timeout, too_large), the encoded ``output``,
+    the ``error`` text and measured work in ``meta``. If the function reaches mhalib's own answer
+    for this exercise, the whole record gets status ``called_answer_key``.
+    """
+    timeout = exercise.call_timeout if call_timeout is None else call_timeout
+    record = {"format": "mhalib-record/1", "exercise": exercise.name, "seed": seed,
+              "suite": suite, "status": "ok", "cases": []}
+    names = set(exercise.answer_key_names) | {exercise.name}
+    watch = AnswerKeyWatch(names)
+    budget = MAX_OUTPUT_BYTES
+    for case in exercise.cases(seed, suite):
+        entry = {"status": "ok", "output": None, "error": None, "meta": {}}
+        try:
+            with watch.watching(), time_limit(timeout):
+                output, meta = exercise.call(func, case)
+            entry["output"] = encode(to_plain(output))
+            entry["meta"] = meta
+        except CallTimeout:
+            entry["status"] = "timeout"
+        except EncodingError as error:
+            entry.update(status="error", error=f"an unusable return value ({error})")
+        except Exception as error:  # the learner's exception is the result for this case
+            entry.update(status="error", error=_short_error(error))
+        size = len(str(entry["output"]))
+        if size > budget:
+            entry.update(status="too_large", output=None)
+        budget -= min(size, budget)
+        record["cases"].append(entry)
+        if watch.reached:
+            return {**record, "status": "called_answer_key", "cases": [],
+                    "reason": f"your function calls mhalib's own answer ({watch.reached}); "
+                              "write the computation yourself, this exercise scores 0."}
+    return record
+
+
+def _short_error(error: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    return text[:300]

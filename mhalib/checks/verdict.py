@@ -1,0 +1,37 @@
+"""The verdict a judge returns for one exercise."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Verdict:
+    """Outcome of judging one exercise.
+
+    score is the fraction of the exercise's points earned (0..1); diagnosis is one or two
+    sentences for the learner naming the likely mistake; flags mark anything an instructor
+    should look at (``missing``, ``error``, ``timeout``, ``integrity``, ``called_answer_key``...).
+    """
+
+    exercise: str
+    passed: bool
+    score: float
+    diagnosis: str
+    details: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    cases_passed: int = 0
+    cases_total: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Verdict:
+        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
+        return cls(**known)
+
+    @classmethod
+    def failure(cls, exercise: str, diagnosis: str, *flags: str) -> Verdict:
+        """A zero-score verdict that only carries a reason (missing function, bad record...)."""
+        return cls(exercise, passed=False, score=0.0, diagnosis=diagnosis, flags=list(flags))

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``mhalib`` command line (see :mod:`mhalib.cli`)."""

@@ -1,0 +1,91 @@
+"""Generating the learner release notebooks/ from the instructor master solutions/ with nbgrader.
+
+nbgrader's generate_assignment does the work (clears solutions and hidden tests, locks cells,
+writes checksums); we run it in a scratch course so the instructor's gradebook is never touched,
+then normalise the JSON so that a regenerated release compares byte for byte with the committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tool_env() -> dict:
+    """Environment for nbgrader subprocesses: it calls ``alembic`` from PATH, so put this
+    interpreter's scripts folder (the venv's bin/) first even when the venv is not activated."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    return env
+
+
+def assignments(solutions_dir: Path = REPO / "solutions") -> list[str]:
+    """Assignment ids that have a source folder in solutions/."""
+    return sorted(p.name for p in solutions_dir.iterdir() if p.is_dir() and
+                  not p.name.startswith("."))
+
+
+def normalise(notebook_json: dict) -> str:
+    """Canonical text of a notebook: no outputs or execution counts, stable key order."""
+    for cell in notebook_json.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return json.dumps(notebook_json, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def generate(assignment: str, solutions_dir: Path = REPO / "solutions") -> dict[str, str]:
+    """Run nbgrader generate_assignment on one assignment; returns {notebook name: text}."""
+    source = solutions_dir / assignment
+    if not source.is_dir():
+        raise ValueError(f"assignment={assignment!r}: no folder {source}")
+    with tempfile.TemporaryDirectory(prefix="mhalib-release-") as scratch:
+        shutil.copytree(source, Path(scratch) / "source" / assignment,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        command = [
+            sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force",
+            f"--CourseDirectory.root={scratch}", f"--db=sqlite:///{scratch}/gradebook.db",
+            "--log-level=WARN",
+        ]
+        done = subprocess.run(command, cwd=scratch, capture_output=True, text=True,
+                              env=tool_env())
+        if done.returncode:
+            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
+                               f"{done.stdout}\n{done.stderr}")
+        release = Path(scratch) / "release" / assignment
+        return {p.name: normalise(json.loads(p.read_text(encoding="utf-8")))
+                for p in sorted(release.glob("*.ipynb"))}
+
+
+def write_release(assignment: str, notebooks_dir: Path = REPO / "notebooks") -> list[Path]:
+    """Regenerate notebooks/<assignment>/ from solutions/<assignment>/."""
+    target = notebooks_dir / assignment
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in generate(assignment).items():
+        (target / name).write_text(text, encoding="utf-8")
+        written.append(target / name)
+    return written
+
+
+def drift(assignment: str, notebooks_dir: Path = REPO / "notebooks") -> list[str]:
+    """Notebook names whose committed release differs from a fresh generation (empty: in sync)."""
+    fresh = generate(assignment)
+    stale = [name for name, text in fresh.items()
+             if not (notebooks_dir / assignment / name).is_file()
+             or (notebooks_dir / assignment / name).read_text(encoding="utf-8") != text]
+    committed = {p.name for p in (notebooks_dir / assignment).glob("*.ipynb")}
+    return sorted(set(stale) | (committed - set(fresh)))
+
+
+def strip_outputs(path: os.PathLike) -> None:
+    """Rewrite a source notebook in canonical form (no outputs, no execution counts)."""
+    path = Path(path)
+    path.write_text(normalise(json.loads(path.read_text(encoding="utf-8"))), encoding="utf-8")
