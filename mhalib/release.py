@@ -75,9 +75,10 @@ def write_release(assignment: str, notebooks_dir: Path = REPO / "notebooks") -> 
     return written
 
 
-def drift(assignment: str, notebooks_dir: Path = REPO / "notebooks") -> list[str]:
+def drift(assignment: str, notebooks_dir: Path = REPO / "notebooks",
+          solutions_dir: Path = REPO / "solutions") -> list[str]:
     """Notebook names whose committed release differs from a fresh generation (empty: in sync)."""
-    fresh = generate(assignment)
+    fresh = generate(assignment, solutions_dir)
     stale = [name for name, text in fresh.items()
              if not (notebooks_dir / assignment / name).is_file()
              or (notebooks_dir / assignment / name).read_text(encoding="utf-8") != text]
