@@ -42,7 +42,12 @@ def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
     else:
         seed = random.SystemRandom().randrange(2**31) if seed is None else seed
         record = probe(checker, func, seed, suite)
-        verdict = judge_record(exercise, record, seed, suite)
+        # the learner's function may have altered the kernel while it ran: look again
+        problems = tampering()
+        verdict = (judge_record(exercise, record, seed, suite) if not problems else
+                   Verdict.failure(exercise, f"{exercise}: your function altered this kernel "
+                                   f"while it ran ({'; '.join(problems)}), so it scores 0 here. "
+                                   "Restart the kernel and remove that code.", "integrity"))
     if not quiet:
         show(verdict)
     if not verdict.passed:

@@ -7,6 +7,7 @@ altered: comparison functions replaced, IPython transformers added, or the answe
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 from contextlib import contextmanager
@@ -26,8 +27,13 @@ _NUMPY_TESTING_NAMES = ("assert_allclose", "assert_array_equal", "assert_array_a
 _TORCH_NAMES = ("allclose", "isclose", "equal", "testing")
 
 
+_BUILTIN_NAMES = ("abs", "isinstance", "len", "max", "min", "float", "int", "sum", "all", "any",
+                  "getattr", "type", "tuple", "str", "repr", "sorted", "zip", "range")
+
+
 def _snapshot() -> dict:
     snap = {("numpy", n): getattr(np, n) for n in _NUMPY_NAMES}
+    snap.update({("builtins", n): getattr(builtins, n) for n in _BUILTIN_NAMES})
     snap.update({("numpy.testing", n): getattr(np.testing, n) for n in _NUMPY_TESTING_NAMES})
     snap[("numpy", "ndarray.__eq__")] = np.ndarray.__eq__
     return snap

@@ -1,4 +1,9 @@
-"""Checkers for lesson 01: ``softmax`` and ``attention`` (numpy)."""
+"""Checkers for lesson 01: ``softmax`` and ``attention`` (numpy).
+
+Every mistake model is the answer with exactly one thing wrong. None of them computes the right
+answer on all cases: where a model needs the right part of the computation it goes through the
+answer key under the exercise's own name, so a learner who calls a model is caught as well.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,44 @@ import numpy as np
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.exercise import Case, Exercise, Mistake
 
+# other mhalib functions that compute attention: reaching them from `attention` scores 0
+ATTENTION_KEYS = ("masked_attention", "attend", "tiled_attention", "flash_attention",
+                  "triton_flash_attention", "online_softmax_attention", "_attention")
 
-def _naive_softmax(x, axis=-1):
+
+def _exact_in_float32(x):
+    """Round to integers: large logits that float32 arithmetic still represents exactly, so an
+    answer computed in float32 is judged on its method, not on rounding its inputs."""
+    return np.round(x)
+
+
+def _axis(case: Case) -> int:
+    return case.kwargs.get("axis", -1)
+
+
+def _exp_over_sum(x, axis):
+    """exp / sum without the max shift: overflows to inf / inf = NaN for large logits."""
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(x)
         return e / e.sum(axis=axis, keepdims=True)
 
 
-def _stable_softmax(x, axis=-1):
-    return answer_key("softmax")(x, axis=axis)
+def _global_max_shift(x, axis):
+    """Shifts by the maximum of the whole array: slices far below it underflow to 0 / 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = np.exp(x - np.max(x))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _sum_without_keepdims(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis)  # broadcasts against the wrong axis (or fails)
+
+
+def _max_without_keepdims(x, axis):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x - np.max(x, axis=axis))  # shifts slice i by the max of slice j
+        return e / e.sum(axis=axis, keepdims=True)
 
 
 class Softmax(Exercise):
@@ -25,8 +59,9 @@ class Softmax(Exercise):
     def visible_cases(self, rng):
         return [
             Case("a (4, 7) batch of logits", (rng.normal(size=(4, 7)),)),
+            Case("a square (5, 5) batch", (rng.normal(size=(5, 5)) * 2,)),
             Case("axis=0", (rng.normal(size=(5, 3)),), {"axis": 0}),
-            Case("logits of magnitude 1e4", (rng.normal(size=(3, 6)) * 1e4,)),
+            Case("logits of magnitude 1e4", (_exact_in_float32(rng.normal(size=(3, 6)) * 1e4),)),
         ]
 
     def hidden_cases(self, rng):
@@ -36,55 +71,110 @@ class Softmax(Exercise):
         return [
             Case("-inf entries get weight 0", (with_inf,)),
             Case("a 3-D input with axis=1", (rng.normal(size=(2, 5, 3)) * 3,), {"axis": 1}),
-            Case("axis=-2", (rng.normal(size=(3, 4, 2)),), {"axis": -2}),
+            Case("axis=-2 on a square slice", (rng.normal(size=(3, 4, 4)),), {"axis": -2}),
             Case("float32 logits", (rng.normal(size=(3, 9)).astype(np.float32) * 5,)),
-            Case("large negative logits (-1e4)", (-1e4 - rng.random(size=(2, 5)),)),
+            Case("large negative logits (-1e4)", (-1e4 - rng.integers(0, 9, size=(2, 5)) / 8,)),
             Case("a single vector", (rng.normal(size=8),)),
+            Case("logits of 1e4 along axis=0", (_exact_in_float32(rng.normal(size=(6, 4)) * 1e4),),
+                 {"axis": 0}),
         ]
 
     def expected(self, case):
         return answer_key("softmax")(*case.args, **case.kwargs)
 
     def mistakes(self):
-        axis = lambda c: c.kwargs.get("axis", -1)  # noqa: E731
         return [
             Mistake("no_max_shift", "exp overflows for large logits (you get NaN or inf): "
                     "subtract the maximum along the axis before np.exp.",
-                    lambda c: _naive_softmax(c.args[0], axis(c))),
+                    lambda c: _exp_over_sum(c.args[0], _axis(c))),
+            Mistake("global_max_shift", "you subtract the maximum of the whole array, so slices "
+                    "far below it underflow to 0 / 0 = NaN: subtract each slice's own maximum "
+                    "(np.max(x, axis=axis, keepdims=True)).",
+                    lambda c: _global_max_shift(c.args[0], _axis(c))),
             Mistake("ignores_axis", "the result is normalised along the last axis whatever "
                     "`axis` says: pass axis (and keepdims=True) to max and sum.",
-                    lambda c: _stable_softmax(c.args[0], -1)),
+                    lambda c: _softmax_last_axis(c.args[0])),
             Mistake("whole_array", "the whole array sums to 1 instead of each slice along "
                     "`axis`: reduce with axis=axis, keepdims=True.",
-                    lambda c: _stable_softmax(c.args[0].reshape(-1), -1).reshape(c.args[0].shape)),
-            Mistake("no_keepdims", "the sums are divided along the wrong axis: use "
-                    "keepdims=True so the shapes broadcast per slice.",
-                    lambda c: _no_keepdims(c.args[0], axis(c))),
+                    lambda c: _whole_array(c.args[0])),
+            Mistake("sum_over_whole_array", "each slice is shifted by its own maximum but the "
+                    "division uses the sum of the whole array: reduce with axis=axis, "
+                    "keepdims=True.", lambda c: _shifted_whole_sum(c.args[0], _axis(c))),
+            Mistake("sum_no_keepdims", "the sums are divided along the wrong axis: use "
+                    "keepdims=True in the sum so the shapes broadcast per slice.",
+                    lambda c: _sum_without_keepdims(c.args[0], _axis(c))),
+            Mistake("max_no_keepdims", "each slice is shifted by another slice's maximum: use "
+                    "keepdims=True in the max so it broadcasts per slice.",
+                    lambda c: _max_without_keepdims(c.args[0], _axis(c))),
         ]
 
 
-def _no_keepdims(x, axis):
-    e = np.exp(x - np.max(x))
-    return e / e.sum(axis=axis)  # broadcasts against the wrong axis (or fails)
+def _softmax_last_axis(x):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
 
 
-def _attention(q, k, v, scale=None, softmax_axis=-1, stable=True):
-    """Attention with one knob turned, for mistake models: (out, weights)."""
-    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., N_q, N_k)
-    weights = (_stable_softmax if stable else _naive_softmax)(scores, softmax_axis)
+def _shifted_whole_sum(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum()
+
+
+def _whole_array(x):
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - np.max(x))
+        return e / e.sum()
+
+
+# ---------------------------------------------------------------------------------------------
+# attention
+
+
+def _scores(q, k):
+    """Unscaled dot products q . k: (..., N_q, N_k)."""
+    return q @ np.swapaxes(k, -1, -2)
+
+
+def _reference_attention(q, k, v):
+    return answer_key("attention")(q, k, v)
+
+
+def _rescaled(q, k, v, factor):
+    """Attention whose scores are multiplied by ``factor`` on top of 1/sqrt(d_k)."""
+    return _reference_attention(q * factor, k, v)
+
+
+def _weights_over_queries(q, k, v):
+    """Softmax down each column (over the queries) instead of along each row."""
+    scores = _scores(q, k) / np.sqrt(q.shape[-1])  # (..., N_q, N_k)
+    e = np.exp(scores - np.max(scores, axis=-2, keepdims=True))
+    weights = e / e.sum(axis=-2, keepdims=True)
+    return weights @ v, weights
+
+
+def _unshifted(q, k, v):
+    weights = _exp_over_sum(_scores(q, k) / np.sqrt(q.shape[-1]), -1)  # NaN for large logits
+    return weights @ v, weights
+
+
+def _scale_after_softmax(q, k, v):
+    out, weights = _reference_attention(q * np.sqrt(q.shape[-1]), k, v)  # unscaled softmax
+    weights = weights / np.sqrt(q.shape[-1])  # rows no longer sum to 1
     return weights @ v, weights
 
 
 class Attention(Exercise):
     name = "attention"
     assignment = "01-single-head"
+    answer_key_names = ATTENTION_KEYS
 
     def visible_cases(self, rng):
         return [
             Case("self-attention, N=5, d_k=8", tuple(rng.normal(size=(3, 5, 8)))),
             Case("N_q != N_k and d_v != d_k", (rng.normal(size=(4, 16)), rng.normal(size=(6, 16)),
                                                rng.normal(size=(6, 3)))),
+            Case("a batch of 2", (rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)),
+                                  rng.normal(size=(2, 5, 6)))),
         ]
 
     def hidden_cases(self, rng):
@@ -92,37 +182,54 @@ class Attention(Exercise):
         return [
             Case("extra batch dims (2, 3)", (big, rng.normal(size=(2, 3, 7, 64)),
                                              rng.normal(size=(2, 3, 7, 5)))),
-            Case("logits of about 1e4", (rng.normal(size=(3, 4)) * 100,
-                                          rng.normal(size=(5, 4)) * 100, rng.normal(size=(5, 2)))),
+            Case("logits of about 1e4", (_exact_in_float32(rng.normal(size=(3, 4)) * 100),
+                                          _exact_in_float32(rng.normal(size=(5, 4)) * 100),
+                                          rng.normal(size=(5, 2)))),
             Case("float32 inputs", tuple(rng.normal(size=(3, 6, 32)).astype(np.float32))),
             Case("one query, many keys", (rng.normal(size=(1, 8)), rng.normal(size=(9, 8)),
                                           rng.normal(size=(9, 4)))),
+            Case("a single key", (rng.normal(size=(3, 2)), rng.normal(size=(1, 2)),
+                                  rng.normal(size=(1, 3)))),
         ]
 
     def expected(self, case):
-        return answer_key("attention")(*case.args)
+        return _reference_attention(*case.args)
 
     def mistakes(self):
-        def sqrt_dv(c):
+        def d_k(c):
+            return c.args[0].shape[-1]
+
+        def scores_instead(c):
             q, k, v = c.args
-            return _attention(q, k, v, scale=1 / np.sqrt(v.shape[-1]))
+            return _reference_attention(q, k, v)[0], _scores(q, k) / np.sqrt(d_k(c))
+
+        def swapped(c):
+            out, weights = _reference_attention(*c.args)
+            return weights, out
 
         return [
             Mistake("no_scale", "the output matches attention without the 1/sqrt(d_k) scale: "
                     "did you forget to divide the scores by sqrt(d_k)?",
-                    lambda c: _attention(*c.args, scale=1.0)),
+                    lambda c: _rescaled(*c.args, np.sqrt(d_k(c)))),
             Mistake("scale_by_d_k", "the scores were divided by d_k instead of sqrt(d_k).",
-                    lambda c: _attention(*c.args, scale=1 / c.args[0].shape[-1])),
+                    lambda c: _rescaled(*c.args, 1 / np.sqrt(d_k(c)))),
             Mistake("scale_by_d_v", "the scale uses d_v (v.shape[-1]) instead of d_k "
-                    "(q.shape[-1]).", sqrt_dv),
+                    "(q.shape[-1]).",
+                    lambda c: _rescaled(*c.args, np.sqrt(d_k(c) / c.args[2].shape[-1]))),
+            Mistake("scale_multiplied", "the scores were multiplied by sqrt(d_k) instead of "
+                    "divided by it.", lambda c: _rescaled(*c.args, d_k(c))),
             Mistake("softmax_over_queries", "each column sums to 1 instead of each row: the "
                     "softmax runs over the queries (axis -2) instead of the keys (axis -1).",
-                    lambda c: _attention(*c.args, softmax_axis=-2)),
+                    lambda c: _weights_over_queries(*c.args)),
             Mistake("no_max_shift", "large logits overflow to NaN: use a softmax that subtracts "
-                    "the row maximum.", lambda c: _attention(*c.args, stable=False)),
+                    "the row maximum.", lambda c: _unshifted(*c.args)),
+            Mistake("scale_after_softmax", "the weights were divided by sqrt(d_k) after the "
+                    "softmax, so rows no longer sum to 1: scale the scores before it.",
+                    lambda c: _scale_after_softmax(*c.args)),
             Mistake("returns_scores", "the second value returned is the scaled scores, not the "
-                    "softmax weights.", lambda c: (_attention(*c.args)[0], c.args[0]
-                    @ np.swapaxes(c.args[1], -1, -2) / np.sqrt(c.args[0].shape[-1]))),
+                    "softmax weights.", scores_instead),
+            Mistake("swapped_outputs", "the two values come back in the wrong order: return "
+                    "(out, weights).", swapped),
         ]
 
 

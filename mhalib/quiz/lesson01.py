@@ -15,6 +15,10 @@ def _scenario(d_k: int, n: int = 3) -> dict:
     return {"d_k": d_k, "q": _rng.normal(size=(n, d_k)), "k": _rng.normal(size=(n + 2, d_k))}
 
 
+def _logits(rows: int, cols: int) -> dict:
+    return {"x": _rng.normal(size=(rows, cols)) * 3}
+
+
 QUESTIONS = {
     "qc_scale_divisor": FillIn(
         id="qc_scale_divisor",
@@ -40,5 +44,19 @@ QUESTIONS = {
         why_wrong={1: "That would make each key distribute attention over the queries.",
                    2: "Then a long sequence would leave each query almost no weight.",
                    3: "The softmax acts on scores, after the dot product removed d_k."},
+    ),
+    "qc_softmax_shift": FillIn(
+        id="qc_softmax_shift",
+        prompt="x holds one row of logits per query. Fill in what to subtract so that the "
+               "largest exponent in every row is exactly 0.",
+        template="e = np.exp(x - ____)  # then e / e.sum(axis=-1, keepdims=True)",
+        scenarios=[_logits(3, 5), _logits(4, 4), _logits(1, 6)],
+        expected=lambda s: s["x"].max(axis=-1, keepdims=True),
+        explanation="Softmax does not change when a row is shifted by a constant, and shifting "
+                    "by the row's own maximum makes its largest exponent exp(0) = 1: no "
+                    "overflow, and at least one term of each sum is 1, so no 0 / 0 either.",
+        hint="Use each row's own maximum, shaped (rows, 1) so that it broadcasts.",
+        examples=["np.max(x, axis=-1, keepdims=True)", "x.max(axis=1, keepdims=True)",
+                  "x.max(-1, keepdims=True)"],
     ),
 }

@@ -1,0 +1,272 @@
+"""Checkers for lesson 02: ``split_heads``, ``merge_heads`` and ``multi_head_attention`` (numpy).
+
+The mistake models are the slips people make with the head axis (a reshape without the
+transpose, the wrong transpose, strided heads) and with the layer around it (no output
+projection, the wrong scale, ``nn.Linear``'s weight layout). Models that need the correct
+computation reach it through the answer key, never through a general helper with knobs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.exercise import Case, Exercise, Mistake
+
+# other mhalib functions that compute these answers
+SPLIT_KEYS = ("_split", "_project")
+MERGE_KEYS = ("_merge",)
+MHA_KEYS = ("grouped_query_attention", "decode_with_cache", "attend", "forward", "_attention",
+            "tiled_attention", "flash_attention", "triton_flash_attention",
+            "online_softmax_attention")
+
+
+def _activations(rng, batch: int, n: int, d_model: int, dtype=np.float64) -> np.ndarray:
+    return rng.normal(size=(batch, n, d_model)).astype(dtype)  # (B, N, d_model)
+
+
+# -- wrong ways to split (B, N, d_model) -> (B, H, N, d_head) ----------------------------------
+def _split_plain_reshape(x, num_heads):
+    batch, n, d_model = x.shape
+    return x.reshape(batch, num_heads, n, d_model // num_heads)  # tokens and features mixed
+
+
+def _split_heads_last(x, num_heads):
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, num_heads, d_model // num_heads)  # (B, N, H, d_head)
+
+
+def _split_heads_first(x, num_heads):
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, num_heads, d_model // num_heads).transpose(2, 0, 1, 3)
+
+
+def _split_features_last(x, num_heads):
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, num_heads, d_model // num_heads).transpose(0, 2, 3, 1)
+
+
+def _split_strided(x, num_heads):
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, d_model // num_heads, num_heads).transpose(0, 3, 1, 2)
+
+
+class SplitHeads(Exercise):
+    name = "split_heads"
+    assignment = "02-multi-head"
+    answer_key_names = SPLIT_KEYS
+
+    def visible_cases(self, rng):
+        return [
+            Case("B=2, N=5, d_model=12, 3 heads", (_activations(rng, 2, 5, 12), 3)),
+            Case("B=1, N=4, d_model=8, 2 heads", (_activations(rng, 1, 4, 8), 2)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("num_heads as a keyword", (_activations(rng, 3, 6, 24),), {"num_heads": 4}),
+            Case("one head", (_activations(rng, 2, 3, 6), 1)),
+            Case("d_head = 1", (_activations(rng, 2, 4, 5), 5)),
+            Case("float32", (_activations(rng, 2, 7, 16, np.float32), 8)),
+            Case("one token", (_activations(rng, 2, 1, 12), 3)),
+        ]
+
+    def expected(self, case):
+        return answer_key("split_heads")(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def model(split):
+            return lambda c: split(c.args[0], _heads(c))
+
+        return [
+            Mistake("no_transpose", "the heads were made by a plain reshape to (B, H, N, d_head): "
+                    "that slices the flattened (N, d_model) block, mixing tokens into heads. "
+                    "Reshape to (B, N, H, d_head) first, then transpose(0, 2, 1, 3).",
+                    model(_split_plain_reshape)),
+            Mistake("heads_last", "the result is (B, N, H, d_head): the reshape is right, but "
+                    "the transpose(0, 2, 1, 3) that brings the head axis forward is missing.",
+                    model(_split_heads_last)),
+            Mistake("heads_before_batch", "the head axis ended up before the batch axis "
+                    "(H, B, N, d_head): transpose with (0, 2, 1, 3).",
+                    model(_split_heads_first)),
+            Mistake("features_before_tokens", "the last two axes are swapped (B, H, d_head, N): "
+                    "transpose with (0, 2, 1, 3).", model(_split_features_last)),
+            Mistake("strided_heads", "head h got the strided features h, h+H, h+2H, ... "
+                    "(a reshape to (B, N, d_head, H)); it should get the contiguous block "
+                    "h*d_head:(h+1)*d_head, i.e. reshape to (B, N, H, d_head).",
+                    model(_split_strided)),
+        ]
+
+
+def _heads(case: Case) -> int:
+    return case.kwargs.get("num_heads", case.args[1] if len(case.args) > 1 else None)
+
+
+# -- wrong ways to merge (B, H, N, d_head) -> (B, N, d_model) ----------------------------------
+def _merge_plain_reshape(x):
+    batch, heads, n, d_head = x.shape
+    return x.reshape(batch, n, heads * d_head)
+
+
+def _merge_strided(x):
+    batch, heads, n, d_head = x.shape
+    return x.transpose(0, 2, 3, 1).reshape(batch, n, heads * d_head)
+
+
+def _merge_no_reshape(x):
+    return x.transpose(0, 2, 1, 3)  # (B, N, H, d_head)
+
+
+def _merge_heads_major(x):
+    batch, heads, n, d_head = x.shape
+    return x.transpose(1, 0, 2, 3).reshape(batch, n, heads * d_head)
+
+
+class MergeHeads(Exercise):
+    name = "merge_heads"
+    assignment = "02-multi-head"
+    answer_key_names = MERGE_KEYS
+
+    def visible_cases(self, rng):
+        return [
+            Case("B=2, 3 heads, N=5, d_head=4", (rng.normal(size=(2, 3, 5, 4)),)),
+            Case("B=1, 2 heads, N=6, d_head=3", (rng.normal(size=(1, 2, 6, 3)),)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("one head", (rng.normal(size=(2, 1, 4, 6)),)),
+            Case("d_head = 1", (rng.normal(size=(3, 5, 4, 1)),)),
+            Case("float32", (rng.normal(size=(2, 4, 7, 8)).astype(np.float32),)),
+            Case("one token", (rng.normal(size=(2, 3, 1, 4)),)),
+            Case("B equal to H", (rng.normal(size=(3, 3, 5, 2)),)),
+        ]
+
+    def expected(self, case):
+        return answer_key("merge_heads")(*case.args)
+
+    def mistakes(self):
+        return [
+            Mistake("no_transpose", "the heads were merged by a plain reshape of (B, H, N, "
+                    "d_head): tokens and heads get mixed. transpose(0, 2, 1, 3) to (B, N, H, "
+                    "d_head) first, then reshape to (B, N, H * d_head).",
+                    lambda c: _merge_plain_reshape(c.args[0])),
+            Mistake("strided_heads", "the features of the heads are interleaved (feature f of "
+                    "head h at position f*H + h); head h must fill the block "
+                    "h*d_head:(h+1)*d_head.", lambda c: _merge_strided(c.args[0])),
+            Mistake("no_reshape", "the result is still 4-D (B, N, H, d_head): reshape it to "
+                    "(B, N, H * d_head).", lambda c: _merge_no_reshape(c.args[0])),
+            Mistake("batch_and_heads_swapped", "batch and head axes were swapped before the "
+                    "reshape: move the head axis next to d_head with transpose(0, 2, 1, 3).",
+                    lambda c: _merge_heads_major(c.args[0])),
+        ]
+
+
+# -- multi-head attention ----------------------------------------------------------------------
+def _weights(rng, d_model: int, dtype=np.float64) -> list[np.ndarray]:
+    """Four (d_model, d_model) weights scaled so that projections keep unit variance."""
+    return [(rng.normal(size=(d_model, d_model)) / np.sqrt(d_model)).astype(dtype)
+            for _ in range(4)]
+
+
+def _mha_case(rng, label, batch, n, d_model, heads, dtype=np.float64, spread=1.0) -> Case:
+    x = _activations(rng, batch, n, d_model, dtype) * spread
+    return Case(label, (x, *_weights(rng, d_model, dtype), heads))
+
+
+def _reference_mha(x, w_q, w_k, w_v, w_o, num_heads):
+    return answer_key("multi_head_attention")(x, w_q, w_k, w_v, w_o, num_heads)
+
+
+def _heads_by(split, merge, x, w_q, w_k, w_v, w_o, num_heads):
+    """Attention per head with the given (wrong) split and merge."""
+    attention = answer_key("attention")
+    q, k, v = (split(x @ w, num_heads) for w in (w_q, w_k, w_v))  # (B, H, N, d_head)
+    heads, _ = attention(q, k, v)  # (B, H, N, d_head)
+    return merge(heads) @ w_o  # (B, N, d_model)
+
+
+def _correct_merge(x):
+    return answer_key("merge_heads")(x)
+
+
+def _correct_split(x, num_heads):
+    return answer_key("split_heads")(x, num_heads)
+
+
+class MultiHeadAttention(Exercise):
+    name = "multi_head_attention"
+    assignment = "02-multi-head"
+    answer_key_names = MHA_KEYS
+
+    def visible_cases(self, rng):
+        return [
+            _mha_case(rng, "B=2, N=5, d_model=12, 3 heads", 2, 5, 12, 3, spread=2.0),
+            _mha_case(rng, "B=1, N=4, d_model=8, 2 heads", 1, 4, 8, 2, spread=2.0),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            _mha_case(rng, "B=2, N=7, d_model=32, 4 heads", 2, 7, 32, 4, spread=2.0),
+            _mha_case(rng, "one head", 2, 4, 6, 1),
+            _mha_case(rng, "d_head = 1", 1, 5, 6, 6, spread=2.0),
+            _mha_case(rng, "float32", 2, 6, 16, 4, np.float32, spread=2.0),
+            _mha_case(rng, "one token", 3, 1, 8, 2),
+            _mha_case(rng, "large activations", 1, 6, 8, 2, spread=30.0),
+        ]
+
+    def expected(self, case):
+        return _reference_mha(*case.args)
+
+    def mistakes(self):
+        def rescaled_queries(factor):
+            def compute(c):
+                x, w_q, w_k, w_v, w_o, h = c.args
+                return _reference_mha(x, w_q * factor(c), w_k, w_v, w_o, h)
+            return compute
+
+        def d_head(c):
+            return c.args[0].shape[-1] // c.args[5]
+
+        def no_w_o(c):
+            x, w_q, w_k, w_v, w_o, h = c.args
+            return _reference_mha(x, w_q, w_k, w_v, np.eye(x.shape[-1], dtype=x.dtype), h)
+
+        def transposed(c):
+            x, *ws, h = c.args
+            return _reference_mha(x, *(w.T for w in ws), h)
+
+        def one_head(c):
+            x, w_q, w_k, w_v, w_o, _ = c.args
+            return _reference_mha(x, w_q, w_k, w_v, w_o, 1)
+
+        def heads_by(split, merge):
+            return lambda c: _heads_by(split, merge, *c.args)
+
+        return [
+            Mistake("split_without_transpose", "the heads were split by a plain reshape to "
+                    "(B, H, N, d_head), which mixes tokens into heads: reshape to (B, N, H, "
+                    "d_head), then transpose(0, 2, 1, 3) (and undo it the same way).",
+                    heads_by(_split_plain_reshape, _merge_plain_reshape)),
+            Mistake("merge_without_transpose", "the split is right but the heads were merged "
+                    "by a plain reshape of (B, H, N, d_head): transpose(0, 2, 1, 3) first.",
+                    heads_by(_correct_split, _merge_plain_reshape)),
+            Mistake("strided_heads", "head h works on the strided features h, h+H, ... "
+                    "instead of the block h*d_head:(h+1)*d_head.",
+                    heads_by(_split_strided, _merge_strided)),
+            Mistake("no_output_projection", "the output matches multi-head attention without "
+                    "the output projection: multiply the merged heads by w_o.", no_w_o),
+            Mistake("scale_by_d_model", "each head's scores were divided by sqrt(d_model); a "
+                    "head works in d_head = d_model / num_heads dimensions, so divide by "
+                    "sqrt(d_head).", rescaled_queries(lambda c: np.sqrt(1 / c.args[5]))),
+            Mistake("no_scale", "the scores were not divided by sqrt(d_head).",
+                    rescaled_queries(lambda c: np.sqrt(d_head(c)))),
+            Mistake("single_head", "the output matches one head of width d_model: split the "
+                    "projections into num_heads heads before attention.", one_head),
+            Mistake("transposed_weights", "the weights were applied as x @ W.T (nn.Linear's "
+                    "layout); in this course a weight (d_in, d_out) is applied as x @ W.",
+                    transposed),
+        ]
+
+
+EXERCISES = {e.name: e for e in (SplitHeads(), MergeHeads(), MultiHeadAttention())}

@@ -1,0 +1,288 @@
+"""Checkers for lesson 03: ``dot_product_variance``, ``softmax_entropy``, ``softmax_jacobian``.
+
+``dot_product_variance`` is a Monte Carlo estimate, so it is judged against the exact variance
+``d_k`` with a tolerance of six standard errors (any correct sampler passes, whatever order it
+draws in), and its mistakes are the exact values of the wrong quantities (the scaled product's
+variance 1, the standard deviation sqrt(d_k), ...). It must also honour ``seed`` (one case
+calls it twice with the same seed and once with another) and actually sample: returning d_k
+itself is named as a mistake.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.exercise import Case, Exercise, Mistake
+
+SEED_CASE = "the same seed twice, then another seed"
+# Var(x y) for independent x, y ~ U(0, 1): E[x^2] E[y^2] - (E[x] E[y])^2 = 1/9 - 1/16
+UNIFORM_PRODUCT_VARIANCE = 1 / 9 - 1 / 16
+
+
+def _d_k(case: Case) -> int:
+    return case.args[0]
+
+
+def _n_samples(case: Case) -> int:
+    return case.kwargs.get("n_samples", 100_000)
+
+
+def _as_number(value):
+    """A float from a Python number, a numpy scalar or a 0-d array; None otherwise."""
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "fiu":
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _is_exact(value: float, case: Case) -> bool:
+    """A sampled variance is never d_k to nine digits; d_k itself (or d_k + tiny) is."""
+    return abs(value - _d_k(case)) <= 1e-9 * _d_k(case)
+
+
+def _standard_error(case: Case, value: float) -> float:
+    """Standard error of a sample variance of q . k around ``value`` (a rescaled variance)."""
+    d_k = _d_k(case)
+    # Var(S^2) = 2 d^2 + 6 d for S = q . k with standard normal entries (fourth moment 3d^2 + 6d)
+    relative = np.sqrt((2 * d_k**2 + 6 * d_k) / _n_samples(case)) / d_k
+    return abs(value) * relative
+
+
+class DotProductVariance(Exercise):
+    name = "dot_product_variance"
+    assignment = "03-scaling"
+    sigmas = 6.0
+
+    def visible_cases(self, rng):
+        return [
+            Case("d_k = 1", (1,)),
+            Case("d_k = 16 with 20 000 samples", (16,), {"n_samples": 20_000}),
+            Case("d_k = 64 with 10 000 samples, seed=5", (64,), {"n_samples": 10_000, "seed": 5}),
+        ]
+
+    def hidden_cases(self, rng):
+        seed = int(rng.integers(1, 1000))
+        return [
+            Case("d_k = 256 with 5 000 samples", (256,), {"n_samples": 5_000, "seed": seed}),
+            Case("d_k = 3", (3,), {"seed": seed + 1}),
+            Case("d_k = 512 with 2 000 samples", (512,), {"n_samples": 2_000}),
+            Case(SEED_CASE, (32,), {"n_samples": 5_000, "seed": seed + 2}),
+        ]
+
+    def call(self, func, case):
+        if case.label != SEED_CASE:
+            return func(*case.args, **case.kwargs), {}
+        again = func(*case.args, **case.kwargs)
+        other = func(*case.args, **{**case.kwargs, "seed": case.kwargs["seed"] + 1})
+        return (func(*case.args, **case.kwargs), again, other), {}
+
+    def expected(self, case):
+        return float(_d_k(case))  # the exact variance; the answer key's estimate is not needed
+
+    def judge_case(self, case, received, meta):
+        if case.label == SEED_CASE:
+            if not isinstance(received, tuple) or len(received) != 3:
+                return "expected three values from three calls"
+            first, again, other = (_as_number(r) for r in received)
+            if first is not None and first != again:
+                return (f"two calls with seed={case.kwargs['seed']} gave {first!r} and "
+                        f"{again!r}: draw from np.random.default_rng(seed)")
+            if first is not None and first == other:
+                return "seeds differing by 1 gave the same value: the seed is not used"
+            received = received[0]
+        value = _as_number(received)
+        if value is None:
+            return f"expected a float, got {type(received).__name__} {str(received)[:60]}"
+        if _is_exact(value, case):
+            return f"returned exactly {value!r}: that is the theory, not a measurement"
+        limit = self.sigmas * _standard_error(case, _d_k(case))
+        if not abs(value - _d_k(case)) <= limit:  # NaN fails too
+            return (f"expected about {_d_k(case)} (the variance of q . k is d_k; a sample of "
+                    f"{_n_samples(case)} is within {limit:.3g}), got {value:.6g}")
+        return None
+
+    def matches(self, case, mistake, received):
+        if case.label == SEED_CASE:
+            if mistake.name != "ignores_seed" or not isinstance(received, tuple):
+                return False
+            values = [_as_number(r) for r in received]
+            return len(values) == 3 and (values[0] != values[1] or values[0] == values[2])
+        value = _as_number(received)
+        if mistake.name == "ignores_seed" or value is None:
+            return False
+        if mistake.name == "exact_value":
+            return _is_exact(value, case)
+        wrong = mistake.compute(case)
+        right = float(_d_k(case))
+        wrong_limit = self.sigmas * _standard_error(case, wrong)
+        if abs(wrong - right) <= wrong_limit + self.sigmas * _standard_error(case, right):
+            return False  # the mistake makes no difference here
+        return abs(value - wrong) <= wrong_limit
+
+    def mistakes(self):
+        return [
+            Mistake("scaled", "the value is about 1 for every d_k: that is the variance of the "
+                    "scaled product q . k / sqrt(d_k), or of single products q_i k_i; this "
+                    "exercise asks for the unscaled q . k (sum over the d_k products).",
+                    lambda c: 1.0),
+            Mistake("standard_deviation", "the value is about sqrt(d_k): that is the standard "
+                    "deviation; the variance is its square (np.var, not np.std).",
+                    lambda c: float(np.sqrt(_d_k(c)))),
+            Mistake("scaled_by_d_k", "the value is about 1 / d_k: the products were divided by "
+                    "d_k; measure q . k itself.", lambda c: 1 / _d_k(c)),
+            Mistake("same_vector", "the value is about 2 d_k, the variance of q . q: draw k "
+                    "independently of q.", lambda c: 2.0 * _d_k(c)),
+            Mistake("uniform_draws", "the value matches uniform draws (rng.random): q and k "
+                    "must be standard normal (rng.standard_normal).",
+                    lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),
+            Mistake("exact_value", "the function returns d_k itself; the exercise is to "
+                    "measure the variance by sampling q and k, and see how close it comes.",
+                    lambda c: float(_d_k(c))),
+            Mistake("ignores_seed", "the result does not depend on `seed` the way it should: "
+                    "make the generator with np.random.default_rng(seed) inside the function.",
+                    lambda c: float("nan")),
+        ]
+
+
+# -- softmax_entropy ---------------------------------------------------------------------------
+def _distributions(rng, shape, axis=-1, zeros=0.0, dtype=np.float64):
+    """Random probability vectors along ``axis`` with a fraction ``zeros`` of exact zeros."""
+    p = rng.gamma(0.5, size=shape)
+    if zeros:
+        p[rng.random(shape) < zeros] = 0.0
+    p = np.moveaxis(p, axis, -1)
+    p[..., 0] += (p.sum(axis=-1) == 0)  # no all-zero distribution
+    p = p / p.sum(axis=-1, keepdims=True)
+    return np.moveaxis(p, -1, axis).astype(dtype)
+
+
+def _entropy_terms(p):
+    """-p log p with NaN for p = 0 (the naive formula)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return p * np.log(p)
+
+
+def _axis(case: Case) -> int:
+    return case.kwargs.get("axis", -1)
+
+
+def _special_rows(n: int) -> np.ndarray:
+    one_hot = np.eye(n)[:2]  # entropy 0
+    uniform = np.full((1, n), 1 / n)  # entropy log n
+    tiny = np.full((1, n), 1e-300)
+    tiny[0, 0] = 1 - (n - 1) * 1e-300
+    return np.concatenate([one_hot, uniform, tiny])
+
+
+class SoftmaxEntropy(Exercise):
+    name = "softmax_entropy"
+    assignment = "03-scaling"
+
+    def visible_cases(self, rng):
+        return [
+            Case("five distributions over 6 keys", (_distributions(rng, (5, 6)),)),
+            Case("one-hot, uniform and nearly one-hot rows", (_special_rows(5),)),
+            Case("weights with exact zeros", (_distributions(rng, (4, 7), zeros=0.4),)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("axis=0", (_distributions(rng, (6, 3), axis=0),), {"axis": 0}),
+            Case("a (2, 5, 4) stack along axis=1",
+                 (_distributions(rng, (2, 5, 4), axis=1, zeros=0.3),), {"axis": 1}),
+            Case("float32", (_distributions(rng, (3, 8), dtype=np.float32),)),
+            Case("a single vector", (_distributions(rng, (9,)),)),
+            Case("axis=-2 with zeros", (_distributions(rng, (3, 5, 5), axis=-2, zeros=0.5),),
+                 {"axis": -2}),
+        ]
+
+    def expected(self, case):
+        return answer_key("softmax_entropy")(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def with_reference(transform):
+            return lambda c: transform(answer_key("softmax_entropy")(c.args[0], _axis(c)), c)
+
+        return [
+            Mistake("bits", "the values are the entropy in bits (log base 2); use the natural "
+                    "log (np.log) for nats.", with_reference(lambda h, c: h / np.log(2))),
+            Mistake("log10", "the values use log base 10; use the natural log (np.log).",
+                    with_reference(lambda h, c: h / np.log(10))),
+            Mistake("nan_for_zeros", "0 * log(0) gave NaN: a zero weight contributes 0 to the "
+                    "entropy (use np.where, or log only where p > 0).",
+                    lambda c: -np.sum(_entropy_terms(c.args[0]), axis=_axis(c))),
+            Mistake("no_minus_sign", "the values are negative: entropy is minus the sum of "
+                    "p log p.", with_reference(lambda h, c: -h)),
+            Mistake("mean_not_sum", "the values are the entropy divided by the number of keys: "
+                    "sum the terms -p log p, do not average them.",
+                    with_reference(lambda h, c: h / c.args[0].shape[_axis(c)])),
+            Mistake("ignores_axis", "the entropy was taken along the last axis whatever `axis` "
+                    "says.", lambda c: answer_key("softmax_entropy")(c.args[0], -1)),
+            Mistake("whole_array", "the whole array was summed into one number: sum along "
+                    "`axis` only.", lambda c: np.asarray(
+                        answer_key("softmax_entropy")(c.args[0].reshape(-1), -1))),
+        ]
+
+
+# -- softmax_jacobian --------------------------------------------------------------------------
+def _probabilities(rng, n, zeros=0.0, dtype=np.float64):
+    return _distributions(rng, (n,), zeros=zeros, dtype=dtype)
+
+
+class SoftmaxJacobian(Exercise):
+    name = "softmax_jacobian"
+    assignment = "03-scaling"
+
+    def visible_cases(self, rng):
+        return [
+            Case("p over 5 keys", (_probabilities(rng, 5),)),
+            Case("p over 3 keys", (_probabilities(rng, 3),)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("one-hot p (saturated)", (np.eye(6)[2],)),
+            Case("uniform p", (np.full(4, 0.25),)),
+            Case("float32", (_probabilities(rng, 7, dtype=np.float32),)),
+            Case("a single key", (np.ones(1),)),
+            Case("p with zeros", (_probabilities(rng, 8, zeros=0.4),)),
+            Case("40 keys", (_probabilities(rng, 40),)),
+        ]
+
+    def expected(self, case):
+        return answer_key("softmax_jacobian")(*case.args)
+
+    def mistakes(self):
+        def reference(c):
+            return answer_key("softmax_jacobian")(c.args[0])
+
+        def p(c):
+            return c.args[0]
+
+        def softmax_of(x):
+            e = np.exp(x - x.max())
+            return e / e.sum()
+
+        return [
+            Mistake("outer_only", "the result is -p p^T only: the diagonal also has the term "
+                    "p_i from the derivative of exp(x_i) (J = diag(p) - p p^T).",
+                    lambda c: -np.outer(p(c), p(c))),
+            Mistake("diagonal_only", "only the diagonal is filled: the off-diagonal entries are "
+                    "-p_i p_j (J = diag(p) - p p^T).",
+                    lambda c: np.diag(np.diag(reference(c)))),
+            Mistake("diag_p_only", "the result is diag(p): the term - p p^T is missing.",
+                    lambda c: np.diag(p(c))),
+            Mistake("sign_flipped", "every entry has the wrong sign: J = diag(p) - p p^T, not "
+                    "p p^T - diag(p).", lambda c: -reference(c)),
+            Mistake("outer_positive", "the result is +p p^T: J = diag(p) - p p^T.",
+                    lambda c: np.outer(p(c), p(c))),
+            Mistake("softmax_of_p", "the Jacobian was taken at softmax(p): p is already the "
+                    "probability vector, use it directly.",
+                    lambda c: np.diag(softmax_of(p(c))) - np.outer(softmax_of(p(c)),
+                                                                   softmax_of(p(c)))),
+        ]
+
+
+EXERCISES = {e.name: e for e in (DotProductVariance(), SoftmaxEntropy(), SoftmaxJacobian())}

@@ -1,0 +1,301 @@
+"""Checkers for lesson 04: ``causal_mask``, ``padding_mask`` and ``masked_attention`` (numpy).
+
+Masks are boolean, True = may attend. For ``masked_attention`` a mistake about the mask (using
+it inverted, say) also changes which rows end up with no allowed key, and learners handle such
+rows in different ways (NaN, zeros); a mistake model therefore also matches when its rows
+without any allowed key come out as NaN instead of zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.compare import difference
+from mhalib.checks.exercise import Case, Exercise, Mistake
+
+MASKED_ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "triton_flash_attention",
+                         "online_softmax_attention", "_attention", "grouped_query_attention",
+                         "forward")
+
+
+def _causal(n_q: int, n_k: int | None = None) -> np.ndarray:
+    return answer_key("causal_mask")(n_q, n_k)
+
+
+def _sizes(case: Case) -> tuple[int, int]:
+    n_q = case.args[0]
+    n_k = case.args[1] if len(case.args) > 1 else case.kwargs.get("n_k")
+    return n_q, n_q if n_k is None else n_k
+
+
+class CausalMask(Exercise):
+    name = "causal_mask"
+    assignment = "04-masks"
+
+    def visible_cases(self, rng):
+        return [
+            Case("n_q = 5 (square)", (5,)),
+            Case("3 new queries over a cache of 6 keys", (3, 6)),
+            Case("n_k as a keyword", (4,), {"n_k": 7}),
+        ]
+
+    def hidden_cases(self, rng):
+        n = int(rng.integers(6, 10))
+        return [
+            Case("one query decoding against 8 keys", (1, 8)),
+            Case("a single position", (1,)),
+            Case(f"n_q = n_k = {n} given explicitly", (n, n)),
+            Case("2 queries over 9 keys", (2, 9)),
+            Case("more queries than keys (5, 3)", (5, 3)),
+        ]
+
+    def expected(self, case):
+        return answer_key("causal_mask")(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def shifted(delta):
+            def compute(c):
+                n_q, n_k = _sizes(c)
+                query = np.arange(n_q)[:, None] + (n_k - n_q)  # (n_q, 1)
+                return np.arange(n_k)[None, :] <= query + delta  # (n_q, n_k)
+            return compute
+
+        return [
+            Mistake("strict", "the diagonal is missing: a query may attend its own position "
+                    "(j <= i, not j < i).", shifted(-1)),
+            Mistake("top_left", "the mask is aligned top-left: when n_q < n_k the queries are "
+                    "the LAST n_q positions, so query i may attend keys j <= i + n_k - n_q "
+                    "(np.tril(..., k=n_k - n_q)).",
+                    lambda c: np.tril(np.ones(_sizes(c), dtype=bool))),
+            Mistake("inverted", "True marks the future here; in this course True means 'may "
+                    "attend' (the convention of F.scaled_dot_product_attention).",
+                    lambda c: ~_causal(*_sizes(c))),
+            Mistake("upside_down", "the mask is upside down: the upper triangle (np.triu) lets "
+                    "each query see the future; keep the lower triangle (np.tril).",
+                    lambda c: np.triu(np.ones(_sizes(c), dtype=bool), k=_sizes(c)[1]
+                                      - _sizes(c)[0])),
+            Mistake("transposed", "the mask is transposed: rows are queries (n_q) and columns "
+                    "keys (n_k).", lambda c: _causal(*_sizes(c)).T),
+            Mistake("not_boolean", "the mask holds numbers (np.tril(np.ones(...)) is float): "
+                    "return a boolean array, e.g. with .astype(bool).",
+                    lambda c: _causal(*_sizes(c)).astype(np.float64)),
+            Mistake("ignores_n_k", "the mask is (n_q, n_q) whatever n_k is: use n_k keys "
+                    "(n_k defaults to n_q only when it is None).",
+                    lambda c: _causal(_sizes(c)[0])),
+        ]
+
+
+# -- padding_mask ------------------------------------------------------------------------------
+def _lengths(case: Case) -> np.ndarray:
+    return np.asarray(case.args[0])
+
+
+def _keep(case: Case) -> np.ndarray:
+    n = case.args[1]
+    return np.arange(n)[None, :] < _lengths(case)[:, None]  # (B, n)
+
+
+class PaddingMask(Exercise):
+    name = "padding_mask"
+    assignment = "04-masks"
+
+    def visible_cases(self, rng):
+        return [
+            Case("lengths [3, 5, 1], n = 5", (np.array([3, 5, 1]), 5)),
+            Case("lengths [2, 4], n = 6", (np.array([2, 4]), 6)),
+        ]
+
+    def hidden_cases(self, rng):
+        batch = int(rng.integers(3, 6))
+        n = int(rng.integers(5, 9))
+        return [
+            Case("an empty sequence (length 0)", (np.array([0, 3, 4]), 4)),
+            Case("no padding at all", (np.array([6, 6]), 6)),
+            Case("one sequence", (np.array([2]), 7)),
+            Case("int32 lengths", (rng.integers(0, n + 1, size=batch).astype(np.int32), n)),
+            Case("lengths as a list", ([1, 4, 2], 4)),
+        ]
+
+    def expected(self, case):
+        return answer_key("padding_mask")(*case.args)
+
+    def mistakes(self):
+        return [
+            Mistake("inverted", "True marks the padding here; in this course True means 'may "
+                    "attend', so True where j < lengths[b].", lambda c: ~_keep(c)[:, None, None]),
+            Mistake("off_by_one", "one padded position too many is allowed: key j is real "
+                    "when j < lengths[b], not j <= lengths[b].",
+                    lambda c: (np.arange(c.args[1])[None, :]
+                               <= _lengths(c)[:, None])[:, None, None]),
+            Mistake("flat_shape", "the mask has shape (B, n); it must be (B, 1, 1, n) so that "
+                    "it broadcasts against scores (B, H, N_q, N_k).", _keep),
+            Mistake("three_dims", "the mask has shape (B, 1, n); it must be (B, 1, 1, n) (one "
+                    "axis for the heads, one for the queries).", lambda c: _keep(c)[:, None]),
+            Mistake("masks_queries", "the mask is (B, 1, n, 1): it masks query rows; padding "
+                    "removes KEYS, so the last axis must be n: (B, 1, 1, n).",
+                    lambda c: _keep(c)[:, None, :, None]),
+            Mistake("not_boolean", "the mask holds numbers: return a boolean array.",
+                    lambda c: _keep(c)[:, None, None].astype(np.int64)),
+        ]
+
+
+# -- masked_attention --------------------------------------------------------------------------
+def _reference(q, k, v, mask):
+    return answer_key("masked_attention")(q, k, v, mask)
+
+
+def _empty_rows(mask, q, k) -> np.ndarray:
+    """True for the query rows with no allowed key: (..., N_q, 1)."""
+    full = np.broadcast_to(mask, q.shape[:-2] + (q.shape[-2], k.shape[-2]))
+    return ~full.any(axis=-1, keepdims=True)
+
+
+def _scaled_scores(q, k):
+    return q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (..., N_q, N_k)
+
+
+def _row_softmax(scores):
+    with np.errstate(invalid="ignore"):
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _zero_fill(q, k, v, mask):
+    weights = _row_softmax(np.where(mask, _scaled_scores(q, k), 0.0))
+    return weights @ v, weights
+
+
+def _masked_after_softmax(q, k, v, mask):
+    weights = _row_softmax(_scaled_scores(q, k)) * mask  # rows no longer sum to 1
+    return weights @ v, weights
+
+
+def _shift_by_all_keys(q, k, v, mask):
+    """exp(s - max over all keys) * mask, renormalised: allowed keys far below a masked
+    maximum underflow to 0."""
+    scores = _scaled_scores(q, k)  # (..., N_q, N_k)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True)) * mask
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / np.where(total > 0, total, 1.0)
+    return weights @ v, weights
+
+
+def _with_rows(q, k, v, mask, fill):
+    """The reference, with rows that have no allowed key replaced: fill='nan' or 'uniform'."""
+    out, weights = _reference(q, k, v, mask)
+    empty = _empty_rows(mask, q, k)  # (..., N_q, 1)
+    if fill == "nan":
+        return np.where(empty, np.nan, out), np.where(empty, np.nan, weights)
+    uniform = np.full(weights.shape, 1.0 / k.shape[-2])
+    weights = np.where(empty, uniform, weights)
+    return np.where(empty, np.mean(v, axis=-2, keepdims=True), out), weights
+
+
+def _nan_rows(value):
+    """The variant of a mistake's output whose weight rows of all zeros are NaN."""
+    if not isinstance(value, tuple) or len(value) != 2:
+        return None
+    out, weights = (np.asarray(v, dtype=np.float64) for v in value)
+    empty = ~np.any(weights != 0, axis=-1, keepdims=True)
+    if not empty.any():
+        return None
+    return np.where(empty, np.nan, out), np.where(empty, np.nan, weights)
+
+
+class MaskedAttention(Exercise):
+    name = "masked_attention"
+    assignment = "04-masks"
+    answer_key_names = MASKED_ATTENTION_KEYS
+
+    def visible_cases(self, rng):
+        q, k, v = rng.normal(size=(3, 5, 8))
+        some_keys = rng.random((3, 4)) < 0.6  # (N_q, N_k)
+        some_keys[[0, 2], 0] = True
+        some_keys[1] = False
+        padding = answer_key("padding_mask")(np.array([3, 5]), 5)  # (2, 1, 1, 5)
+        return [
+            Case("a causal mask, N=5, d_k=8", (q, k, v, _causal(5))),
+            Case("a padding mask, batch of 2 with 2 heads, N_q=4, N_k=5",
+                 (rng.normal(size=(2, 2, 4, 6)), rng.normal(size=(2, 2, 5, 6)),
+                  rng.normal(size=(2, 2, 5, 3)), padding)),
+            Case("query 1 has no allowed key", (rng.normal(size=(3, 4)), rng.normal(size=(4, 4)),
+                                                 rng.normal(size=(4, 2)), some_keys)),
+        ]
+
+    def hidden_cases(self, rng):
+        big_q = np.round(rng.normal(size=(4, 4)) * 100)  # exact in float32, logits ~1e4
+        big_k = np.round(rng.normal(size=(6, 4)) * 100)
+        order = np.argsort(big_q @ big_k.T, axis=-1)  # (4, 6), best key last
+        allowed = rng.random((4, 6)) < 0.5
+        rows = np.arange(4)
+        allowed[rows, order[:, -2]] = True  # the runner-up is allowed ...
+        allowed[rows, order[:, -1]] = False  # ... the best key is masked, and far above it
+        both = _causal(5) & answer_key("padding_mask")(np.array([2, 5]), 5)  # (2, 1, 5, 5)
+        return [
+            Case("3 new queries over 6 cached keys (bottom-right causal)",
+                 (rng.normal(size=(3, 8)), rng.normal(size=(6, 8)), rng.normal(size=(6, 5)),
+                  _causal(3, 6))),
+            Case("an empty sequence in the batch (length 0)",
+                 (rng.normal(size=(2, 1, 4, 4)), rng.normal(size=(2, 1, 4, 4)),
+                  rng.normal(size=(2, 1, 4, 4)),
+                  answer_key("padding_mask")(np.array([0, 3]), 4))),
+            Case("causal and padding masks combined", (*rng.normal(size=(3, 2, 1, 5, 4)), both)),
+            Case("float32", (*rng.normal(size=(3, 6, 16)).astype(np.float32), _causal(6))),
+            Case("logits of about 1e4", (big_q, big_k, rng.normal(size=(6, 3)), allowed)),
+            Case("a mask of shape (N_k,)", (*rng.normal(size=(3, 2, 4, 4)),
+                                            np.array([True, False, True, True]))),
+            Case("every key allowed", (*rng.normal(size=(3, 4, 6)), np.ones((4, 4), bool))),
+        ]
+
+    def expected(self, case):
+        return _reference(*case.args)
+
+    def matches(self, case, mistake, received):
+        if super().matches(case, mistake, received):
+            return True
+        try:
+            variant = _nan_rows(mistake.compute(case))
+        except Exception:
+            return False
+        return (variant is not None and difference(self.expected(case), variant) is not None
+                and difference(variant, received) is None)
+
+    def mistakes(self):
+        def reference_with(transform):
+            def compute(c):
+                q, k, v, mask = c.args
+                return _reference(*transform(q, k, v, np.asarray(mask)))
+            return compute
+
+        return [
+            Mistake("nan_on_empty_rows", "a row with no allowed key came out as NaN (every "
+                    "score is -inf, so the softmax divides 0 by 0): give such rows zero "
+                    "weights and a zero output.",
+                    lambda c: _with_rows(*c.args, fill="nan")),
+            Mistake("finite_fill_on_empty_rows", "a row with no allowed key averages all the "
+                    "values: with a finite fill (-1e9) its softmax is uniform; the contract "
+                    "wants zero weights and a zero output there.",
+                    lambda c: _with_rows(*c.args, fill="uniform")),
+            Mistake("shift_by_masked_max", "the scores were shifted by the maximum over all "
+                    "keys, masked ones included; with large logits the allowed keys underflow "
+                    "to 0. Set masked scores to -inf first, then shift by the row maximum.",
+                    lambda c: _shift_by_all_keys(*c.args)),
+            Mistake("mask_after_softmax", "the mask was applied to the weights after the "
+                    "softmax, so allowed weights no longer sum to 1: set masked scores to -inf "
+                    "BEFORE the softmax.", lambda c: _masked_after_softmax(*c.args)),
+            Mistake("zero_fill", "masked scores were set to 0 (masked_fill with 0), which still "
+                    "gives masked keys weight: fill them with -inf.",
+                    lambda c: _zero_fill(*c.args)),
+            Mistake("inverted_mask", "the mask was used inverted: in this course True means "
+                    "'may attend', so keep the scores where the mask is True.",
+                    reference_with(lambda q, k, v, m: (q, k, v, ~m))),
+            Mistake("ignores_mask", "the output matches attention without any mask: apply the "
+                    "mask to the scores before the softmax.",
+                    reference_with(lambda q, k, v, m: (q, k, v, np.ones_like(m)))),
+            Mistake("no_scale", "the scores were not divided by sqrt(d_k).",
+                    reference_with(lambda q, k, v, m: (q * np.sqrt(q.shape[-1]), k, v, m))),
+        ]
+
+
+EXERCISES = {e.name: e for e in (CausalMask(), PaddingMask(), MaskedAttention())}

@@ -1,0 +1,187 @@
+"""Every lesson in solutions/ runs, nbgrader grades it right, and its release gives nothing away.
+
+Parametrized over the assignment folders present in solutions/, so new lessons are covered as
+soon as they appear. Tests marked ``nbgrader`` share one batched autograde run (conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mhalib.checks import LESSONS, NOTEBOOKS, exercises_of
+from mhalib.release import REPO, assignments, normalise
+
+ASSIGNMENTS = assignments()
+# seconds a solutions notebook may take from its first cell to its last (2 CPU cores)
+TIME_BUDGET_S = {"08-heads": 120.0}
+DEFAULT_BUDGET_S = 30.0
+
+nbgrader_run = pytest.mark.nbgrader
+
+
+def notebook_name(assignment: str) -> str:
+    return NOTEBOOKS[assignment]
+
+
+def read(path: Path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def errors(notebook) -> list[tuple]:
+    """(cell, ename, evalue) for every error output."""
+    return [(cell, out.get("ename"), out.get("evalue", "")) for cell in notebook.cells
+            if cell.cell_type == "code" for out in cell.get("outputs", [])
+            if out.get("output_type") == "error"]
+
+
+def solution_blocks(source: str) -> list[str]:
+    return re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source, flags=re.S)
+
+
+# -- the source notebooks follow the contract --------------------------------------------------
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_follows_the_contract(assignment):
+    assert assignment in LESSONS, f"{assignment} is not an assignment of the contract"
+    folder = REPO / "solutions" / assignment
+    assert sorted(p.name for p in folder.glob("*.ipynb")) == [notebook_name(assignment)]
+    notebook = read(folder / notebook_name(assignment))
+    nbformat.validate(notebook)
+    assert notebook.metadata["kernelspec"]["name"] == "python3"
+    answers = [meta(c)["grade_id"] for c in notebook.cells if meta(c).get("solution")]
+    exercises = exercises_of(assignment)
+    assert [a for a in answers if not a.startswith("qc_")] == exercises
+    questions = [a for a in answers if a.startswith("qc_")]
+    assert 2 <= len(questions) <= 4, questions
+    tests = [meta(c)["grade_id"] for c in notebook.cells if meta(c).get("grade")]
+    for name in exercises:
+        graded = [t for t in tests if t.startswith(f"test_{name}")]
+        assert f"test_{name}" in graded and f"test_{name}_hidden" in graded, graded
+    for question in questions:
+        assert f"{question}_test" in tests
+    hidden = [c for c in notebook.cells if "### BEGIN HIDDEN TESTS" in c.source]
+    assert {meta(c)["grade_id"] for c in hidden} == {f"test_{n}_hidden" for n in exercises}
+    ids = [c.get("id") for c in notebook.cells]
+    assert all(ids) and len(set(ids)) == len(ids), "every cell needs its own fixed id"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_committed_without_outputs(assignment, folder):
+    notebook = read(REPO / folder / assignment / notebook_name(assignment))
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.get("id")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_contains_no_solution_or_hidden_tests(assignment):
+    source = read(REPO / "solutions" / assignment / notebook_name(assignment))
+    release_text = (REPO / "notebooks" / assignment / notebook_name(assignment)).read_text()
+    release = read(REPO / "notebooks" / assignment / notebook_name(assignment))
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+                   'suite="hidden"', "suite='hidden'"):
+        assert marker not in release_text
+    # a line of a solution is secret unless the source shows it outside the solutions too
+    public = "\n".join(re.sub(r"### BEGIN SOLUTION\n.*?### END SOLUTION", "", c.source,
+                              flags=re.S) for c in source.cells)
+    public_lines = {line.strip() for line in public.splitlines()}
+    secret = {line.strip() for c in source.cells for block in solution_blocks(c.source)
+              for line in block.splitlines()}
+    secret = {line for line in secret if line and line not in public_lines}
+    assert secret, "the source notebook has no solution lines"
+    release_lines = {line.strip() for c in release.cells for line in c.source.splitlines()}
+    leaked = sorted(secret & release_lines)
+    assert not leaked, f"solution lines in the release: {leaked}"
+    for cell in release.cells:
+        if meta(cell).get("solution") and cell.cell_type == "code":
+            assert "raise NotImplementedError()" in cell.source
+
+
+# -- one batched nbgrader run -----------------------------------------------------------------
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_is_in_sync_with_solutions(assignment, graded_course):
+    name = notebook_name(assignment)
+    assert (REPO / "notebooks" / assignment / name).is_file(), (
+        f"notebooks/{assignment}/{name} is missing: run `mhalib release {assignment}`")
+    fresh = normalise(json.loads(graded_course.generated_release(assignment, name).read_text()))
+    committed = (REPO / "notebooks" / assignment / name).read_text(encoding="utf-8")
+    assert fresh == committed, f"notebooks/{assignment} drifted: run `mhalib release {assignment}`"
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_execute_without_error(assignment, graded_course):
+    notebook = read(graded_course.autograded("solver", assignment, notebook_name(assignment)))
+    found = [(cell.get("id"), ename, value[:200]) for cell, ename, value in errors(notebook)]
+    assert not found, found
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_run_within_the_time_budget(assignment, graded_course):
+    notebook = read(graded_course.autograded("solver", assignment, notebook_name(assignment)))
+    stamps = [cell.metadata.get("execution", {}) for cell in notebook.cells
+              if cell.cell_type == "code"]
+    start = min(datetime.fromisoformat(s["iopub.execute_input"]) for s in stamps if s)
+    end = max(datetime.fromisoformat(s["shell.execute_reply"]) for s in stamps if s)
+    budget = TIME_BUDGET_S.get(assignment, DEFAULT_BUDGET_S)
+    assert (end - start).total_seconds() < budget
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_get_full_marks(assignment, graded_course):
+    result = graded_course.scores.get(("solver", assignment))
+    assert result, f"nbgrader did not grade the solutions of {assignment}"
+    assert result["max_score"] > 0
+    assert result["score"] == result["max_score"], result
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_untouched_release_scores_zero(assignment, graded_course):
+    result = graded_course.scores.get(("blank", assignment))
+    assert result, f"nbgrader did not grade the release of {assignment}: is notebooks/ missing?"
+    assert result["max_score"] > 0
+    assert result["score"] == 0, result
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_fails_only_where_answers_are_missing(assignment, graded_course):
+    """Answer cells and demos that call an unwritten exercise raise NotImplementedError; test
+    cells fail because the answers are missing; nothing else raises."""
+    notebook = read(graded_course.autograded("blank", assignment, notebook_name(assignment)))
+    unexpected = []
+    for cell, ename, value in errors(notebook):
+        is_test = bool(meta(cell).get("grade")) and not meta(cell).get("solution")
+        if not is_test and ename != "NotImplementedError":
+            unexpected.append((cell.get("id"), ename, value[:200]))
+    assert not unexpected, unexpected
+    failed_tests = {meta(cell).get("grade_id") for cell, _, _ in errors(notebook)}
+    graded = {meta(c)["grade_id"] for c in notebook.cells
+              if meta(c).get("grade") and not meta(c).get("solution")}
+    passed_anyway = graded - failed_tests
+    assert not passed_anyway, f"test cells that passed without answers: {passed_anyway}"
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_lesson_has_an_interactive_control(assignment, graded_course):
+    notebook = read(graded_course.autograded("solver", assignment, notebook_name(assignment)))
+    widget_cells = [cell.get("id") for cell in notebook.cells if cell.cell_type == "code"
+                    and not meta(cell).get("grade_id", "").startswith("qc_")
+                    for out in cell.get("outputs", [])
+                    if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+    assert widget_cells, "no ipywidgets control outside the quick checks"
