@@ -37,14 +37,14 @@ def run(command: list, **kwargs) -> None:
 
 
 def ensure_venv() -> None:
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - bootstrap may run on an old python3
         sys.exit(f"Python 3.10 or newer is needed, this is {sys.version.split()[0]}")
     if not PYTHON.exists():
         run([sys.executable, "-m", "venv", VENV])
 
 
 def ensure_installed(extras: str) -> None:
-    """pip install the project (editable) with ``extras``, unless already done for this pyproject."""
+    """pip install the project (editable) with ``extras``, unless done for this pyproject."""
     stamp = VENV / f".installed-{extras or 'base'}"
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:

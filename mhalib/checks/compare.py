@@ -29,7 +29,7 @@ def describe(value) -> str:
 
 
 def difference(expected, received, rtol=None, atol=None, path="output") -> str | None:
-    """None when ``received`` matches ``expected``; otherwise one sentence saying where it differs."""
+    """None when ``received`` matches ``expected``, else one sentence saying where it differs."""
     if isinstance(expected, tuple):
         if not isinstance(received, tuple) or len(received) != len(expected):
             return f"{path}: expected {describe(expected)}, got {describe(received)}"

@@ -7,8 +7,9 @@ and Python values so that the judge can rebuild them from the seed in a clean pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from mhalib.reference._validate import as_float_array, positive_int
 from mhalib.reference.single_head import attention
 

@@ -28,7 +28,7 @@ def softmax_entropy(weights, axis=-1):
 
 
 def softmax_jacobian(p):
-    """Jacobian of softmax at the probability vector ``p (n,)``: ``diag(p) - p p^T``, shape (n, n)."""
+    """Jacobian of softmax at the probability vector ``p`` (n,): ``diag(p) - p p^T``, (n, n)."""
     p = as_float_array("p", p)
     if p.ndim != 1:
         raise ValueError(f"p must be a vector of shape (n,), got shape {p.shape}")

@@ -9,9 +9,19 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mhalib.reference import (attention, causal_mask, dot_product_variance, masked_attention,
-                              merge_heads, multi_head_attention, padding_mask, softmax,
-                              softmax_entropy, softmax_jacobian, split_heads)
+from mhalib.reference import (
+    attention,
+    causal_mask,
+    dot_product_variance,
+    masked_attention,
+    merge_heads,
+    multi_head_attention,
+    padding_mask,
+    softmax,
+    softmax_entropy,
+    softmax_jacobian,
+    split_heads,
+)
 
 rng = np.random.default_rng(0)
 SIZES = st.integers(min_value=1, max_value=6)
