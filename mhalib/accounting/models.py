@@ -1,0 +1,293 @@
+"""Attention shapes and parameter counts of real models, with where each number comes from.
+
+Each entry holds what the model's published config states (layers, d_model, heads, KV
+heads, head dim, MLP width, vocabulary) plus the published parameter count, so that
+:func:`total_params` can be checked against it. ``published_unit`` is the rounding of the
+published figure: 1 for an exact count, 1e9 for "175B".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mhalib.accounting.kv_cache import kv_cache_bytes
+from mhalib.accounting.params import gqa_param_count
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    num_layers: int
+    d_model: int
+    num_heads: int
+    num_kv_heads: int  # == num_heads: MHA; 1: MQA; in between: GQA
+    head_dim: int
+    ffn_dim: int
+    vocab_size: int
+    mlp: str  # "gelu": up + down matrices; "swiglu": gate + up + down
+    norm: str  # "layernorm": weight and bias; "rmsnorm": weight only
+    norms_per_layer: int
+    tied_embeddings: bool  # output head shares the token embedding
+    attention_bias: str  # "none", "qkv" (biases on q, k, v only) or "all" (q, k, v, o)
+    mlp_bias: bool
+    learned_positions: int  # rows of a learned position table; 0 with rotary embeddings
+    published_params: int
+    published_unit: int  # the published figure is rounded to a multiple of this
+    source: str
+
+    @property
+    def attention_kind(self) -> str:
+        if self.num_kv_heads == self.num_heads:
+            return "MHA"
+        return "MQA" if self.num_kv_heads == 1 else "GQA"
+
+
+MODELS = {
+    # Radford et al. 2019; config.json of openai-community/gpt2 (n_layer 12, n_embd 768,
+    # n_head 12, n_positions 1024, vocab 50257). The checkpoint holds 124,439,808 values.
+    "GPT-2 small": ModelConfig(
+        "GPT-2 small",
+        12,
+        768,
+        12,
+        12,
+        64,
+        3072,
+        50257,
+        "gelu",
+        "layernorm",
+        2,
+        True,
+        "all",
+        True,
+        1024,
+        124_439_808,
+        1,
+        "huggingface.co/openai-community/gpt2",
+    ),
+    # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: 96 layers,
+    # d_model 12288, 96 heads of 128, context 2048; MLP 4 d_model; GPT-2 vocabulary.
+    "GPT-3 175B": ModelConfig(
+        "GPT-3 175B",
+        96,
+        12288,
+        96,
+        96,
+        128,
+        49152,
+        50257,
+        "gelu",
+        "layernorm",
+        2,
+        True,
+        "all",
+        True,
+        2048,
+        175_000_000_000,
+        1_000_000_000,
+        "arXiv:2005.14165 Table 2.1",
+    ),
+    # Meta Llama 3.1 config.json files (meta-llama/Llama-3.1-8B, -70B, -405B); counts are
+    # the checkpoints' totals (model cards: 8B, 70B, 405B).
+    "Llama-3.1 8B": ModelConfig(
+        "Llama-3.1 8B",
+        32,
+        4096,
+        32,
+        8,
+        128,
+        14336,
+        128256,
+        "swiglu",
+        "rmsnorm",
+        2,
+        False,
+        "none",
+        False,
+        0,
+        8_030_261_248,
+        1,
+        "huggingface.co/meta-llama/Llama-3.1-8B",
+    ),
+    "Llama-3.1 70B": ModelConfig(
+        "Llama-3.1 70B",
+        80,
+        8192,
+        64,
+        8,
+        128,
+        28672,
+        128256,
+        "swiglu",
+        "rmsnorm",
+        2,
+        False,
+        "none",
+        False,
+        0,
+        70_553_706_496,
+        1,
+        "huggingface.co/meta-llama/Llama-3.1-70B",
+    ),
+    "Llama-3.1 405B": ModelConfig(
+        "Llama-3.1 405B",
+        126,
+        16384,
+        128,
+        8,
+        128,
+        53248,
+        128256,
+        "swiglu",
+        "rmsnorm",
+        2,
+        False,
+        "none",
+        False,
+        0,
+        405_853_388_800,
+        1,
+        "huggingface.co/meta-llama/Llama-3.1-405B",
+    ),
+    # Jiang et al. 2023, "Mistral 7B", Table 1; config.json of mistralai/Mistral-7B-v0.1.
+    "Mistral 7B": ModelConfig(
+        "Mistral 7B",
+        32,
+        4096,
+        32,
+        8,
+        128,
+        14336,
+        32000,
+        "swiglu",
+        "rmsnorm",
+        2,
+        False,
+        "none",
+        False,
+        0,
+        7_241_732_096,
+        1,
+        "huggingface.co/mistralai/Mistral-7B-v0.1",
+    ),
+    # Qwen2 technical report (arXiv:2407.10671) and config.json of Qwen/Qwen2-7B: 28 query
+    # heads share 4 K/V heads; q, k, v projections carry biases.
+    "Qwen2 7B": ModelConfig(
+        "Qwen2 7B",
+        28,
+        3584,
+        28,
+        4,
+        128,
+        18944,
+        152064,
+        "swiglu",
+        "rmsnorm",
+        2,
+        False,
+        "qkv",
+        False,
+        0,
+        7_615_616_512,
+        1,
+        "huggingface.co/Qwen/Qwen2-7B",
+    ),
+    # config.json of tiiuae/falcon-7b: multi-query attention (one K/V head), attention and
+    # MLP in parallel after a single LayerNorm, no biases; published as "7B".
+    "Falcon 7B": ModelConfig(
+        "Falcon 7B",
+        32,
+        4544,
+        71,
+        1,
+        64,
+        18176,
+        65024,
+        "gelu",
+        "layernorm",
+        1,
+        True,
+        "none",
+        False,
+        0,
+        7_000_000_000,
+        1_000_000_000,
+        "huggingface.co/tiiuae/falcon-7b",
+    ),
+}
+
+
+def attention_params(config: ModelConfig) -> int:
+    """Parameters of one attention layer (projections and their biases)."""
+    q_width = config.num_heads * config.head_dim
+    kv_width = config.num_kv_heads * config.head_dim
+    if q_width == config.d_model:
+        weights = gqa_param_count(config.d_model, config.num_heads, config.num_kv_heads)
+    else:  # head_dim decoupled from d_model / num_heads
+        weights = 2 * config.d_model * q_width + 2 * config.d_model * kv_width
+    biases = {
+        "none": 0,
+        "qkv": q_width + 2 * kv_width,
+        "all": q_width + 2 * kv_width + config.d_model,
+    }[config.attention_bias]
+    return weights + biases
+
+
+def mlp_params(config: ModelConfig) -> int:
+    """Parameters of one MLP block."""
+    matrices = {"gelu": 2, "swiglu": 3}[config.mlp]
+    weights = matrices * config.d_model * config.ffn_dim
+    biases = (config.ffn_dim * (matrices - 1) + config.d_model) if config.mlp_bias else 0
+    return weights + biases
+
+
+def norm_params(config: ModelConfig) -> int:
+    """Parameters of one normalisation layer."""
+    return {"layernorm": 2, "rmsnorm": 1}[config.norm] * config.d_model
+
+
+def total_params(config: ModelConfig) -> int:
+    """All parameters: embeddings, layers, final norm and (if untied) the output head."""
+    per_layer = (
+        attention_params(config) + mlp_params(config) + config.norms_per_layer * norm_params(config)
+    )
+    embeddings = (config.vocab_size + config.learned_positions) * config.d_model
+    head = 0 if config.tied_embeddings else config.vocab_size * config.d_model
+    return embeddings + config.num_layers * per_layer + norm_params(config) + head
+
+
+def model_kv_cache_bytes(
+    config: ModelConfig, seq_len: int, batch_size: int = 1, bytes_per_element: int = 2
+) -> int:
+    """KV-cache bytes of the whole model for ``batch_size`` sequences of ``seq_len`` tokens."""
+    return kv_cache_bytes(
+        config.num_layers,
+        config.num_kv_heads,
+        config.head_dim,
+        seq_len,
+        batch_size,
+        bytes_per_element,
+    )
+
+
+def table_rows(seq_len: int = 8192, bytes_per_element: int = 2) -> list[dict]:
+    """One row per model: shapes, attention kind, parameters, KV cache for one sequence."""
+    rows = []
+    for config in MODELS.values():
+        rows.append(
+            {
+                "model": config.name,
+                "layers": config.num_layers,
+                "d_model": config.d_model,
+                "heads": config.num_heads,
+                "kv_heads": config.num_kv_heads,
+                "head_dim": config.head_dim,
+                "attention": config.attention_kind,
+                "params": total_params(config),
+                "attention_params": config.num_layers * attention_params(config),
+                "kv_cache_bytes": model_kv_cache_bytes(
+                    config, seq_len, bytes_per_element=bytes_per_element
+                ),
+            }
+        )
+    return rows
