@@ -1,0 +1,186 @@
+"""Checkers for lesson 05: ``mha_flops``, ``crossover_seq_len`` and ``mha_param_count``.
+
+Plain Python numbers in and out, compared exactly (up to 1e-9 relative, so a float that holds
+the right integer passes). The mistake models are the usual slips of FLOP accounting: a
+multiply-add counted once, the output projection forgotten, one head's share of the N^2 terms
+instead of all heads', and parameter counts with the biases wrong.
+"""
+
+from __future__ import annotations
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.exercise import Case, Exercise, Mistake
+
+EXACT = {"rtol": 1e-9, "atol": 0.0}
+
+
+def _flops(n, d, *, per_mac=2, projections=3, output=True, n2_width=None, n2_terms=2):
+    """The mha_flops dict with knobs; n2_width replaces d_model in the N^2 terms."""
+    width = d if n2_width is None else n2_width
+    parts = {
+        "qkv_projections": per_mac * projections * n * d * d,
+        "scores": per_mac * n * n * width,
+        "weighted_sum": per_mac * n * n * width,
+        "output_projection": per_mac * n * d * d if output else 0,
+    }
+    parts["total"] = (parts["qkv_projections"] + parts["output_projection"]
+                      + n2_terms * parts["scores"])
+    return parts
+
+
+def _only(*keys):
+    """A mistake model judged only on some keys of the dict (the rest may be right or absent)."""
+    def pick(parts):
+        return {k: parts[k] for k in keys}
+    return pick
+
+
+class MhaFlops(Exercise):
+    name = "mha_flops"
+    assignment = "05-flops"
+    answer_key_names = ("gqa_flops",)
+    rtol, atol = EXACT["rtol"], EXACT["atol"]
+
+    def visible_cases(self, rng):
+        n = int(rng.integers(100, 3000))
+        return [
+            Case("N=1024, d_model=768 (GPT-2 small)", (1024, 768)),
+            Case(f"N={n}, d_model=512", (n, 512)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("N=8192, d_model=4096 (N = 2 d_model)", (8192, 4096)),
+            Case("N=131072, d_model=16384 (Llama-3.1 405B, 128k tokens)", (131072, 16384)),
+            Case("a single token", (1, int(rng.integers(8, 200)) * 8)),
+            Case("short sequence, wide model", (int(rng.integers(3, 30)), 2048)),
+            Case("keyword arguments", (), {"seq_len": 77, "d_model": 96}),
+        ]
+
+    def expected(self, case):
+        return answer_key(self.name)(*case.args, **case.kwargs)
+
+    def _nd(self, case):
+        values = list(case.args) + [case.kwargs[k] for k in ("seq_len", "d_model")
+                                    if k in case.kwargs]
+        return values[0], values[1]
+
+    def mistakes(self):
+        def model(pick=lambda p: p, **knobs):
+            return lambda c: pick(_flops(*self._nd(c), **knobs))
+
+        return [
+            Mistake("multiply_add_as_one", "every count is half the expected: a multiply-add is "
+                    "2 FLOPs (one multiply, one add), so an (m, k) @ (k, n) product costs "
+                    "2 m k n.", model(per_mac=1)),
+            Mistake("no_output_projection", "the total leaves out the output projection "
+                    "(concat of the heads) @ W_O, another 2 N d_model^2.",
+                    model(_only("total"), output=False)),
+            Mistake("one_projection", "qkv_projections counts one projection: Q, K and V are "
+                    "three (N, d) @ (d, d) products, 3 * 2 N d^2.",
+                    model(_only("qkv_projections"), projections=1)),
+            Mistake("n2_with_d_head", "the N^2 terms look like one head's work (2 N^2 d_head): "
+                    "H heads of width d_head = d_model / H together do 2 N^2 d_model.",
+                    lambda c: None),
+            Mistake("one_n2_term", "the total has only one N^2 term: the scores Q K^T and the "
+                    "weighted sum weights @ V each cost 2 N^2 d_model.",
+                    model(_only("total"), n2_terms=1)),
+        ]
+
+    def matches(self, case, mistake, received):
+        if mistake.name == "n2_with_d_head":
+            return _looks_per_head(self._nd(case), received)
+        return super().matches(case, mistake, received)
+
+
+def _looks_per_head(nd, received) -> bool:
+    """True when the scores are 2 N^2 d_model / H for some head count H > 1 dividing d_model."""
+    n, d = nd
+    if not isinstance(received, dict):
+        return False
+    scores = received.get("scores")
+    if isinstance(scores, bool) or not isinstance(scores, (int, float)) or scores <= 0:
+        return False
+    heads = 2 * n * n * d / scores
+    return heads > 1.5 and abs(heads - round(heads)) < 1e-9 * heads and d % round(heads) == 0
+
+
+class CrossoverSeqLen(Exercise):
+    name = "crossover_seq_len"
+    assignment = "05-flops"
+    rtol, atol = EXACT["rtol"], EXACT["atol"]
+
+    def visible_cases(self, rng):
+        return [Case("d_model=4096 (Llama-3.1 8B)", (4096,)),
+                Case("a random width", (int(rng.integers(2, 400)) * 8,))]
+
+    def hidden_cases(self, rng):
+        return [Case("d_model=768", (768,)), Case("d_model=1", (1,)),
+                Case("keyword argument", (), {"d_model": 12288})]
+
+    def expected(self, case):
+        return answer_key(self.name)(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def times(factor):
+            return lambda c: factor * (c.args[0] if c.args else c.kwargs["d_model"])
+
+        return [
+            Mistake("crossover_d_model", "that is d_model: setting 4 N^2 d equal to 8 N d^2 gives "
+                    "N = 2 d_model (both N^2 terms against all four projections).", times(1)),
+            Mistake("no_output_projection", "that solves 4 N^2 d = 6 N d^2 (the output "
+                    "projection left out); with it, 4 N^2 d = 8 N d^2 and N = 2 d_model.",
+                    times(1.5)),
+            Mistake("one_n2_term", "that solves 2 N^2 d = 8 N d^2 (one N^2 term); the scores "
+                    "and the weighted sum both grow like N^2, so N = 2 d_model.", times(4)),
+        ]
+
+
+class MhaParamCount(Exercise):
+    name = "mha_param_count"
+    assignment = "05-flops"
+    answer_key_names = ("gqa_param_count", "mqa_param_count")
+    rtol, atol = EXACT["rtol"], EXACT["atol"]
+
+    def visible_cases(self, rng):
+        return [Case("d_model=768, default bias", (768,)),
+                Case("d_model=4096, bias=False", (4096,), {"bias": False})]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("a random width, bias=True", (int(rng.integers(2, 300)) * 4,), {"bias": True}),
+            Case("bias passed positionally", (512, False)),
+            Case("d_model=1", (1,)),
+            Case("d_model=16384, no bias (Llama-3.1 405B-sized MHA)", (16384,),
+                 {"bias": False}),
+        ]
+
+    def expected(self, case):
+        return answer_key(self.name)(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def count(weights=4, biases=4, bias_size="d", honour_flag=True, force=None):
+            def compute(case):
+                d = case.args[0]
+                bias = case.args[1] if len(case.args) > 1 else case.kwargs.get("bias", True)
+                use_bias = force if force is not None else (bias if honour_flag else True)
+                size = d * d if bias_size == "d^2" else d
+                return weights * d * d + (biases * size if use_bias else 0)
+            return compute
+
+        return [
+            Mistake("no_bias", "with bias=True each of the four projections also has a bias "
+                    "vector of d_model entries: add 4 d_model.", count(force=False)),
+            Mistake("bias_ignores_flag", "with bias=False there are no bias vectors: only "
+                    "the 4 d_model^2 weights.", count(force=True)),
+            Mistake("bias_d_squared", "a bias is a vector of d_model entries, not a d_model x "
+                    "d_model matrix.", count(bias_size="d^2")),
+            Mistake("three_matrices", "W_O was left out: attention has four d_model x d_model "
+                    "matrices (W_Q, W_K, W_V, W_O), each with a bias.",
+                    count(weights=3, biases=3)),
+            Mistake("no_output_bias", "the output projection has a bias too: 4 biases of "
+                    "d_model entries.", count(biases=3)),
+        ]
+
+
+EXERCISES = {e.name: e for e in (MhaFlops(), CrossoverSeqLen(), MhaParamCount())}

@@ -1,0 +1,344 @@
+"""Checkers for lesson 06: ``repeat_kv``, ``grouped_query_attention``, ``kv_cache_bytes`` and
+``decode_with_cache`` (torch, except the plain-int cache size).
+
+``decode_with_cache`` is judged on its output *and* on its work: the probe counts its FLOPs,
+and a decoder that projects the whole prefix again at every step (or reruns the layer on it)
+does far more than projecting one token per step, even when its output is right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
+from mhalib.checks.exercise import Case, Exercise, Mistake
+from mhalib.checks.torch_exercise import (
+    TorchCase,
+    TorchExercise,
+    as_numpy,
+    case_tensors,
+    count_flops,
+    exact_inputs,
+    one_thread,
+    output_kind,
+)
+
+
+def _reference(name, case):
+    args, kwargs = exact_inputs(case)
+    return as_numpy(answer_key(name)(*args, **kwargs))
+
+
+def _torch(fn):
+    """A mistake model written in torch, evaluated on the case's float64 inputs."""
+    def compute(case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(fn(*args, **kwargs))
+    return compute
+
+
+# -- repeat_kv -------------------------------------------------------------------------------
+
+class RepeatKV(TorchExercise):
+    name = "repeat_kv"
+    assignment = "06-gqa"
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("2 groups repeated 3 times", (rng.normal(size=(1, 2, 5, 4)), 3)),
+            TorchCase("batch 2, 4 groups, n_rep=2", (rng.normal(size=(2, 4, 3, 8)), 2)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("n_rep=1 returns the same heads", (rng.normal(size=(2, 3, 4, 5)), 1)),
+            TorchCase("one group (MQA) repeated 4 times", (rng.normal(size=(1, 1, 6, 4)), 4)),
+            TorchCase("float64, 3 groups x 2", (rng.normal(size=(2, 3, 7, 6)), 2),
+                      dtype="float64"),
+            TorchCase("float16, 2 groups x 4", (rng.normal(size=(1, 2, 5, 8)), 4),
+                      dtype="float16"),
+            TorchCase("bfloat16, 4 groups x 2", (rng.normal(size=(1, 4, 3, 2)), 2),
+                      dtype="bfloat16"),
+        ]
+
+    def expected(self, case):
+        return _reference(self.name, case)
+
+    def matches(self, case, mistake, received):
+        if mistake.name in ("sequence_axis", "feature_axis"):  # any copy order along that axis
+            wrong_shape = mistake.compute(case).shape
+            return getattr(received, "shape", None) == wrong_shape != self.expected_once(
+                case).shape
+        return super().matches(case, mistake, received)
+
+    def mistakes(self):
+        import torch
+
+        return [
+            Mistake("tiled_groups", "the groups come out tiled (g0, g1, g0, g1, ...) instead of "
+                    "interleaved (g0, g0, g1, g1, ...): x.repeat copies the whole stack, but query "
+                    "head h must read group h // n_rep; use repeat_interleave (or expand the "
+                    "group axis and reshape).",
+                    _torch(lambda x, n: x.repeat(1, n, 1, 1))),
+            Mistake("sequence_axis", "the copies were stacked along the sequence axis (dim 2), "
+                    "not the head axis (dim 1).",
+                    _torch(lambda x, n: torch.repeat_interleave(x, n, dim=2))),
+            Mistake("feature_axis", "the copies were stacked along the feature axis (dim -1), "
+                    "not the head axis (dim 1).",
+                    _torch(lambda x, n: torch.repeat_interleave(x, n, dim=-1))),
+        ]
+
+
+# -- grouped_query_attention -----------------------------------------------------------------
+
+def gqa_inputs(rng, batch, n, d_model, num_heads, num_kv_heads):
+    """x (B, N, d_model) and the four weights, scaled so projections are about unit size."""
+    d_head = d_model // num_heads
+    scale = 1 / np.sqrt(d_model)
+    x = rng.normal(size=(batch, n, d_model))
+    w_q = rng.normal(size=(d_model, d_model)) * scale
+    w_k = rng.normal(size=(d_model, num_kv_heads * d_head)) * scale
+    w_v = rng.normal(size=(d_model, num_kv_heads * d_head)) * scale
+    w_o = rng.normal(size=(d_model, d_model)) * scale
+    return (x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
+
+
+class GroupedQueryAttention(TorchExercise):
+    name = "grouped_query_attention"
+    assignment = "06-gqa"
+    answer_key_names = ("attend", "tiled_attention", "flash_attention")
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("GQA: 4 query heads share 2 K/V heads",
+                      gqa_inputs(rng, 1, 6, 16, 4, 2)),
+            TorchCase("causal GQA, 6 heads over 2 K/V heads",
+                      gqa_inputs(rng, 2, 7, 24, 6, 2), {"causal": True}),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("num_kv_heads == num_heads (MHA)", gqa_inputs(rng, 2, 5, 16, 4, 4)),
+            TorchCase("num_kv_heads == 1 (MQA), causal", gqa_inputs(rng, 1, 8, 32, 4, 1),
+                      {"causal": True}),
+            TorchCase("float64, 8 heads over 4 groups, causal", gqa_inputs(rng, 1, 9, 32, 8, 4),
+                      {"causal": True}, dtype="float64"),
+            TorchCase("float16, 4 heads over 2 groups", gqa_inputs(rng, 1, 6, 32, 4, 2),
+                      dtype="float16"),
+            TorchCase("causal=False given explicitly", gqa_inputs(rng, 1, 5, 12, 6, 3),
+                      {"causal": False}),
+            TorchCase("a single token", gqa_inputs(rng, 2, 1, 16, 4, 2), {"causal": True}),
+        ]
+
+    def expected(self, case):
+        return _reference(self.name, case)
+
+    def mistakes(self):
+        def variant(**change):
+            def compute(case):
+                args, kwargs = exact_inputs(case)
+                settings = {"causal": kwargs.get("causal", False), **change}
+                if "causal_shift" in change and not settings["causal"]:
+                    raise ValueError("this mistake needs a causal case")
+                return as_numpy(gqa_variant(*args, **settings))
+            return compute
+
+        return [
+            Mistake("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
+                    "h // (num_heads // num_kv_heads): the K/V heads were tiled (x.repeat) "
+                    "rather than interleaved (repeat_interleave).", variant(tiled=True)),
+            Mistake("no_scale", "the scores were not divided by sqrt(d_head).",
+                    variant(scale=1.0)),
+            Mistake("scale_d_model", "the scores were divided by sqrt(d_model); each head's "
+                    "dot product has d_head = d_model / num_heads terms, so divide by "
+                    "sqrt(d_head).", variant(scale="d_model")),
+            Mistake("causal_ignored", "with causal=True every token still sees the future: "
+                    "apply the causal mask (key j allowed only when j <= i).",
+                    variant(causal=False)),
+            Mistake("always_causal", "the causal mask is applied even with causal=False.",
+                    variant(causal=True)),
+            Mistake("causal_excludes_self", "the causal mask is off by one: each token must see "
+                    "itself too (j <= i, not j < i).", variant(causal_shift=-1)),
+            Mistake("causal_sees_next", "the causal mask is off by one: token i also sees token "
+                    "i + 1 (use j <= i).", variant(causal_shift=1)),
+            Mistake("split_without_transpose", "the heads were split with a reshape to (B, H, "
+                    "N, d_head) and no transpose, which mixes positions and heads: reshape to "
+                    "(B, N, H, d_head) first, then transpose(1, 2).",
+                    variant(split_without_transpose=True)),
+            Mistake("no_output_projection", "the merged heads were returned without the output "
+                    "projection w_o.", variant(output_projection=False)),
+        ]
+
+
+# -- kv_cache_bytes --------------------------------------------------------------------------
+
+_CACHE_ARGS = ("layers", "kv_heads", "head_dim", "n", "batch", "size")
+
+
+def _cache_args(case) -> dict:
+    """The case's arguments by name, defaults filled in."""
+    values = dict(zip(_CACHE_ARGS, case.args))
+    values.setdefault("batch", case.kwargs.get("batch_size", 1))
+    values.setdefault("size", case.kwargs.get("bytes_per_element", 2))
+    return values
+
+
+def _cache(layers, kv_heads, head_dim, n, batch, size, *, factor=2, use_layers=True):
+    return factor * (layers if use_layers else 1) * kv_heads * head_dim * n * batch * size
+
+
+class KVCacheBytes(Exercise):
+    name = "kv_cache_bytes"
+    assignment = "06-gqa"
+    rtol, atol = 1e-9, 0.0
+    answer_key_names = ("kv_cache_bytes_per_token", "max_cached_tokens",
+                        "model_kv_cache_bytes")
+
+    def visible_cases(self, rng):
+        n = int(rng.integers(100, 5000))
+        return [
+            Case("32 layers, 8 K/V heads of 128, 8192 tokens", (32, 8, 128, 8192)),
+            Case(f"batch 4, float32 cache, {n} tokens", (12, 12, 64, n),
+                 {"batch_size": 4, "bytes_per_element": 4}),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("126 layers, 8 K/V heads, 128k tokens (Llama-3.1 405B-like)",
+                 (126, 8, 128, 131072)),
+            Case("one K/V head (MQA), batch 16", (32, 1, 64, 2048, 16)),
+            Case("positional batch and an 8-bit cache",
+                 (int(rng.integers(2, 40)), 4, 128, int(rng.integers(10, 9000)), 3, 1)),
+            Case("a single token, float32", (2, 3, 16, 1), {"bytes_per_element": 4}),
+        ]
+
+    def expected(self, case):
+        return answer_key(self.name)(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def wrong(**change):
+            return lambda c: _cache(**{**_cache_args(c), **change})
+
+        return [
+            Mistake("no_factor_2", "the cache holds keys AND values: multiply by 2.",
+                    wrong(factor=1)),
+            Mistake("no_layers", "every layer keeps its own K and V cache: multiply by "
+                    "num_layers.", wrong(use_layers=False)),
+            Mistake("ignores_batch_size", "each sequence in the batch has its own cache: "
+                    "multiply by batch_size.", wrong(batch=1)),
+            Mistake("elements_not_bytes", "that is the number of cached elements; multiply by "
+                    "bytes_per_element to get bytes.", wrong(size=1)),
+            Mistake("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 bytes "
+                    "per element was used).", wrong(size=2)),
+            Mistake("bits_not_bytes", "that is bits, not bytes (8 times too many).",
+                    wrong(factor=16)),
+        ]
+
+
+# -- decode_with_cache -----------------------------------------------------------------------
+
+# Allowed FLOPs: one projection of every token (linear in N) plus up to 1.5 times the dense
+# N x N attention. Projecting the prefix again at every step adds about
+# 2 B d_model kv_width N (N - 1) FLOPs, far above that slack whenever kv_width >= 8.
+ATTENTION_SLACK = 1.5
+MIN_STEPS_FOR_WORK_CHECK = 4
+
+
+def decode_flop_budget(case) -> int:
+    x, w_k = case.args[0], case.args[2]
+    batch, n, d_model = x.shape
+    kv_width = w_k.shape[1]
+    projections = 2 * batch * n * d_model * (2 * d_model + 2 * kv_width)
+    dense_attention = 4 * batch * n * n * d_model
+    return int(projections + ATTENTION_SLACK * dense_attention)
+
+
+class DecodeWithCache(TorchExercise):
+    name = "decode_with_cache"
+    assignment = "06-gqa"
+    answer_key_names = ("attend", "tiled_attention", "flash_attention",
+                        "grouped_query_attention")
+
+    def __init__(self):
+        self._last_meta: dict = {}
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("8 tokens, 4 heads over 2 K/V heads", gqa_inputs(rng, 1, 8, 32, 4, 2)),
+            TorchCase("batch 2, 10 tokens, MHA (4 K/V heads)", gqa_inputs(rng, 2, 10, 32, 4, 4)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("MQA (1 K/V head), 12 tokens", gqa_inputs(rng, 1, 12, 32, 4, 1)),
+            TorchCase("float64, 8 heads over 2 groups", gqa_inputs(rng, 1, 9, 64, 8, 2),
+                      dtype="float64"),
+            TorchCase("float16, 6 tokens", gqa_inputs(rng, 1, 6, 32, 4, 2), dtype="float16"),
+            TorchCase("a single token", gqa_inputs(rng, 2, 1, 16, 2, 1)),
+            TorchCase("16 tokens, wide K/V (d_model 48, 6 heads over 3)",
+                      gqa_inputs(rng, 1, 16, 48, 6, 3)),
+        ]
+
+    def call(self, func, case):
+        args, kwargs = case_tensors(case)
+        with one_thread():
+            output, flops = count_flops(func, *args, **kwargs)
+        return output, {"output_kind": output_kind(output), "flops": flops}
+
+    def expected(self, case):
+        return _reference(self.name, case)
+
+    def judge_case(self, case, received, meta):
+        self._last_meta = {"over_budget": self._over_budget(case, meta), **meta}
+        problem = super().judge_case(case, received, meta)
+        if problem is None and self._last_meta["over_budget"]:
+            return (f"right output, but {meta['flops']:,} FLOPs where projecting one token per "
+                    f"step needs at most {decode_flop_budget(case):,}")
+        return problem
+
+    @staticmethod
+    def _over_budget(case, meta) -> bool:
+        n = case.args[0].shape[1]
+        flops = meta.get("flops")
+        return (isinstance(flops, int) and n >= MIN_STEPS_FOR_WORK_CHECK
+                and flops > decode_flop_budget(case))
+
+    def matches(self, case, mistake, received):
+        if mistake.name == "recomputes_prefix":
+            return bool(self._last_meta.get("over_budget"))
+        return super().matches(case, mistake, received)
+
+    def mistakes(self):
+        def stepwise(**change):
+            def compute(case):
+                args, _ = exact_inputs(case)
+                return as_numpy(stepwise_decode(*args, **change))
+            return compute
+
+        return [
+            Mistake("recomputes_prefix", "the output is right, but every step projects the whole "
+                    "prefix again (or reruns the layer on it): the work grows like N^2 "
+                    "projections (N^3 attention) instead of N. Keep the K and V of past tokens "
+                    "in a cache and project only the new token.", lambda c: None),
+            Mistake("top_left_causal", "each step's query only sees the first key: "
+                    "F.scaled_dot_product_attention(is_causal=True) aligns the mask top-left, "
+                    "so one query over t keys sees key 0 only. The newest token may see the "
+                    "whole cache: no mask is needed when decoding.",
+                    stepwise(visible="first")),
+            Mistake("excludes_current_token", "each step attends only to earlier tokens: append "
+                    "the new token's key and value to the cache before attending.",
+                    stepwise(visible="past")),
+            Mistake("not_causal", "every token sees the whole sequence, future included: at "
+                    "step t attend only to the cache of tokens 0..t.",
+                    stepwise(visible="all")),
+            Mistake("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
+                    "h // (num_heads // num_kv_heads) (tiled instead of interleaved).",
+                    stepwise(tiled=True)),
+            Mistake("no_scale", "the scores were not divided by sqrt(d_head).",
+                    stepwise(scale=1.0)),
+        ]
+
+
+EXERCISES = {e.name: e for e in (RepeatKV(), GroupedQueryAttention(), KVCacheBytes(),
+                                 DecodeWithCache())}

@@ -1,0 +1,179 @@
+"""Checkers for lesson 08: ``previous_token_score`` and ``induction_score`` (torch).
+
+The inputs are attention patterns (H, N, N) with planted heads: a previous-token head, an
+induction head, a duplicate-token head (on the earlier copy of the current token itself), a
+head that attends to itself and diffuse heads, so that every slip along a diagonal gives a
+visibly different score.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.exercise import Mistake
+from mhalib.checks.torch_exercise import TorchCase, TorchExercise, as_numpy, exact_inputs
+
+
+def planted_patterns(rng, n, offsets, causal=True, strength=6.0):
+    """(H, N, N) softmax rows; head h favours key i + offsets[h] (None: no preference).
+
+    Logits are N(0, 1) plus ``strength`` on the favoured key; causal patterns give the
+    future weight 0 (rows are renormalised over j <= i).
+    """
+    heads = len(offsets)
+    logits = rng.normal(size=(heads, n, n))
+    rows = np.arange(n)
+    for h, offset in enumerate(offsets):
+        if offset is None:
+            continue
+        cols = rows + offset
+        valid = (cols >= 0) & (cols < n)
+        if causal:
+            valid &= cols <= rows
+        logits[h, rows[valid], cols[valid]] += strength
+    if causal:
+        logits = np.where(np.tri(n, dtype=bool), logits, -np.inf)
+    logits -= logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def induction_patterns(rng, period, causal=True):
+    """Patterns on a sequence of length 2 * period with induction, duplicate-token,
+    previous-token, self and diffuse heads."""
+    offsets = [1 - period, -period, -1, 0, None]
+    order = rng.permutation(len(offsets))
+    return planted_patterns(rng, 2 * period, [offsets[i] for i in order], causal)
+
+
+def _score(weights, offset, first_query, divide_by=None, wrap=False):
+    """Mean of weights[h, i, i + offset] over queries i >= first_query (numpy)."""
+    heads, n, _ = weights.shape
+    queries = np.arange(first_query, n)
+    keys = queries + offset
+    if wrap:
+        keys = keys % n
+    else:
+        keep = (keys >= 0) & (keys < n)
+        queries, keys = queries[keep], keys[keep]
+    values = weights[:, queries, keys]  # (H, count)
+    return values.sum(axis=-1) / (divide_by or max(1, len(queries)))
+
+
+def _weights(case):
+    args, _ = exact_inputs(case)
+    return args[0].numpy()
+
+
+class PreviousTokenScore(TorchExercise):
+    name = "previous_token_score"
+    assignment = "08-heads"
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("5 heads, N=12 (causal patterns)",
+                      (planted_patterns(rng, 12, [-1, 0, 1, -2, None]),)),
+            TorchCase("3 heads, N=20", (planted_patterns(rng, 20, [None, -1, 0]),)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("non-causal patterns (query 0 puts weight on the last key)",
+                      (planted_patterns(rng, 9, [-1, 1, None, 0], causal=False),)),
+            TorchCase("one head, N=2", (planted_patterns(rng, 2, [-1]),)),
+            TorchCase("float64, 6 heads, N=16",
+                      (planted_patterns(rng, 16, [0, -1, None, -3, 1, -1]),), dtype="float64"),
+            TorchCase("float16, 4 heads, N=32",
+                      (planted_patterns(rng, 32, [-1, 0, None, 2]),), dtype="float16"),
+            TorchCase("bfloat16, 4 heads, N=10",
+                      (planted_patterns(rng, 10, [None, -1, 1, 0]),), dtype="bfloat16"),
+        ]
+
+    def expected(self, case):
+        args, _ = exact_inputs(case)
+        return as_numpy(answer_key(self.name)(*args))
+
+    def mistakes(self):
+        def score(**how):
+            return lambda c: _score(_weights(c), **how)
+
+        return [
+            Mistake("next_token", "that is the weight on key i + 1 (or w[h, i - 1, i], the "
+                    "transposed entry): a previous-token head puts query i's weight on key "
+                    "i - 1, the entry weights[h, i, i - 1].", score(offset=1, first_query=0)),
+            Mistake("self_token", "that is the weight each query puts on itself (the main "
+                    "diagonal); the previous token is one column to the left.",
+                    score(offset=0, first_query=0)),
+            Mistake("wraps_query_0", "query 0 was included and its 'previous' key wrapped "
+                    "around to the last position (index -1); average over queries i >= 1 only.",
+                    score(offset=-1, first_query=0, wrap=True)),
+            Mistake("includes_query_0", "the sum over queries 1..N-1 was divided by N: query 0 "
+                    "has no previous token, so average over the N - 1 queries i >= 1.",
+                    lambda c: _score(_weights(c), -1, 1, divide_by=_weights(c).shape[1])),
+            Mistake("mean_over_heads", "the average ran over the heads (axis 0) instead of the "
+                    "queries: return one score per head, shape (H,).",
+                    lambda c: np.diagonal(_weights(c), offset=-1, axis1=1, axis2=2).mean(0)),
+            Mistake("sum_not_mean", "the weights on key i - 1 were summed, not averaged over "
+                    "the queries.", lambda c: _score(_weights(c), -1, 1, divide_by=1)),
+        ]
+
+
+class InductionScore(TorchExercise):
+    name = "induction_score"
+    assignment = "08-heads"
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("period 6 (N=12), 5 planted heads", (induction_patterns(rng, 6), 6)),
+            TorchCase("period 10 (N=20)", (induction_patterns(rng, 10), 10)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("non-causal patterns, period 5", (induction_patterns(rng, 5, False), 5)),
+            TorchCase("period 1 (N=2)", (planted_patterns(rng, 2, [0, -1, None]), 1)),
+            TorchCase("period given as a keyword", (induction_patterns(rng, 7),),
+                      {"period": 7}),
+            TorchCase("float64, period 16", (induction_patterns(rng, 16), 16), dtype="float64"),
+            TorchCase("float16, period 12", (induction_patterns(rng, 12), 12), dtype="float16"),
+            TorchCase("bfloat16, period 4", (induction_patterns(rng, 4), 4), dtype="bfloat16"),
+        ]
+
+    def expected(self, case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(answer_key(self.name)(*args, **kwargs))
+
+    def mistakes(self):
+        def period(c):
+            return c.kwargs["period"] if "period" in c.kwargs else c.args[1]
+
+        def score(offset_from_period, first_from_period=0, **how):
+            return lambda c: _score(_weights(c), offset_from_period - period(c),
+                                    period(c) + first_from_period, **how)
+
+        return [
+            Mistake("duplicate_token", "that is the weight on key i - period, the earlier copy "
+                    "of the current token itself (a duplicate-token head). An induction head "
+                    "attends to the token AFTER it: key i - period + 1.", score(0)),
+            Mistake("key_after_next", "that is the weight on key i - period + 2; the induction "
+                    "target is key i - period + 1.", score(2)),
+            Mistake("includes_query_period_minus_1", "query period - 1 (in the first half, "
+                    "attending key 0) was included, e.g. the whole diagonal at offset "
+                    "1 - period was averaged. Average over queries i >= period only.",
+                    score(1, first_from_period=-1)),
+            Mistake("all_queries", "the average ran over every query, first half included; only "
+                    "queries in the second half (i >= period) have an earlier copy to look at.",
+                    lambda c: _score(_weights(c), 1 - period(c), 0, wrap=True)),
+            Mistake("divides_by_n", "the sum over the period second-half queries was divided by "
+                    "N = 2 * period instead of period.",
+                    lambda c: _score(_weights(c), 1 - period(c), period(c),
+                                     divide_by=2 * period(c))),
+            Mistake("mean_over_heads", "the average ran over the heads (axis 0) instead of the "
+                    "queries: return one score per head, shape (H,).",
+                    lambda c: _weights(c)[:, np.arange(period(c), 2 * period(c)),
+                                          np.arange(1, period(c) + 1)].mean(0)),
+        ]
+
+
+EXERCISES = {e.name: e for e in (PreviousTokenScore(), InductionScore())}

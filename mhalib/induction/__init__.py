@@ -1,0 +1,37 @@
+"""A tiny attention-only transformer that learns induction heads on CPU in well under a minute.
+
+- :mod:`~mhalib.induction.data`: sequences with repeated spans (random tokens, then a copy).
+- :mod:`~mhalib.induction.model`: ``AttentionOnlyTransformer`` that returns every head's
+  attention pattern and accepts a mask that switches heads off.
+- :mod:`~mhalib.induction.train`: a seeded training loop with a tqdm progress bar.
+- :mod:`~mhalib.induction.prune`: the loss with heads switched off, one at a time or together.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_HOME = {
+    "TrainConfig": "mhalib.induction.train",
+    "train": "mhalib.induction.train",
+    "evaluate_loss": "mhalib.induction.train",
+    "AttentionOnlyTransformer": "mhalib.induction.model",
+    "repeated_span_batch": "mhalib.induction.data",
+    "repeated_sequence": "mhalib.induction.data",
+    "head_ablation": "mhalib.induction.prune",
+    "pruned_loss": "mhalib.induction.prune",
+    "head_mask": "mhalib.induction.prune",
+    "pruning_curve": "mhalib.induction.prune",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'mhalib.induction' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOME[name]), name)
+
+
+def __dir__():
+    return __all__
