@@ -1,0 +1,25 @@
+"""The instructor's grading pipeline behind ``mhalib grade`` (see grading/README.md).
+
+One concept per module:
+
+- :mod:`~mhalib.grading.intake`: find submissions (nbgrader folders, LMS zips)
+- :mod:`~mhalib.grading.assignment`: what the source notebook says (grade cells, release)
+- :mod:`~mhalib.grading.plan`: merge a submission with the release; what runs, what is recorded
+- :mod:`~mhalib.grading.sandbox`: bubblewrap around a warm zygote (host side)
+- :mod:`~mhalib.grading.sandbox_package`: the answer-free copy of mhalib the sandbox imports
+- :mod:`~mhalib.grading.zygote`: the warm process that forks one isolated child per notebook
+- :mod:`~mhalib.grading.sysns`: namespaces, mounts and capabilities via ctypes
+- :mod:`~mhalib.grading.executor`, :mod:`~mhalib.grading.capture`: running cells like Jupyter
+- :mod:`~mhalib.grading.outcome`: reading back what the sandbox produced
+- :mod:`~mhalib.grading.scorer`: verdicts and points, decided outside the sandbox
+- :mod:`~mhalib.grading.unit`: the unit of work (one student's notebook -> one result)
+- :mod:`~mhalib.grading.backends`: in-process, local worker pool, Dask
+- :mod:`~mhalib.grading.graded_notebook`, :mod:`~mhalib.grading.gradebook`,
+  :mod:`~mhalib.grading.feedback`, :mod:`~mhalib.grading.export`,
+  :mod:`~mhalib.grading.writer`: what a run writes, by the single writer
+- :mod:`~mhalib.grading.pipeline`: a whole run; :mod:`~mhalib.grading.flags`: flag meanings
+- :mod:`~mhalib.grading.limits`: time, memory and size budgets
+- :mod:`~mhalib.grading.demo_class`: the demo class in grading/examples/
+
+Nothing is imported here, so ``import mhalib.grading.zygote`` inside the sandbox stays light.
+"""

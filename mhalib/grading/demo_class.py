@@ -1,0 +1,152 @@
+"""A demo class for lesson 01, built from the release: correct, partly wrong, blank, broken,
+hostile. ``grading/examples/`` is generated with it and the README grades it::
+
+    python -m mhalib.grading.demo_class --out grading/examples/submitted \
+        --zips grading/examples/zips
+
+The helpers (:func:`answer_sources`, :func:`submission`) also build the test catalogue and the
+benchmark class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from pathlib import Path
+
+from mhalib.grading.assignment import NotebookModel, is_answer_cell, load_assignment, nbgrader_meta
+
+_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+SOFTMAX_NO_SHIFT = '''def softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+ATTENTION_NO_SCALE = '''def attention(q, k, v):
+    scores = q @ np.swapaxes(k, -1, -2)
+    weights = softmax(scores, axis=-1)
+    return weights @ v, weights
+'''
+# hostile: claims success everywhere it can reach, but its softmax is wrong
+HOSTILE_PATCHES = '''import numpy as np
+np.allclose = lambda *args, **kwargs: True
+np.testing.assert_allclose = lambda *args, **kwargs: None
+import ast
+class _DropAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+get_ipython().ast_transformers.append(_DropAsserts())
+get_ipython().showtraceback = lambda *args, **kwargs: None
+for path in ["../../../../solutions", "/work", "/root", "gradebook.db"]:
+    try:
+        print(path, __import__("os").listdir(path)[:3])
+    except OSError as error:
+        print(path, "not reachable:", type(error).__name__)
+def softmax(x, axis=-1):
+    return np.ones_like(x) / x.shape[axis]
+'''
+
+
+def strip_markers(source: str) -> str:
+    """A source cell's text without nbgrader's solution markers (the instructor's answer)."""
+    return "\n".join(line for line in source.split("\n") if line.strip() not in _MARKERS)
+
+
+def answer_sources(model: NotebookModel) -> dict[str, str]:
+    """grade_id -> the instructor's answer, for every code answer cell of the source."""
+    return {nbgrader_meta(c)["grade_id"]: strip_markers(c["source"])
+            for c in model.source["cells"]
+            if is_answer_cell(c) and c.get("cell_type") == "code"}
+
+
+def submission(model: NotebookModel, answers: dict[str, str] | None = None,
+               after: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> dict:
+    """The release notebook with ``answers`` put into answer cells (by grade id), ``after``
+    sources inserted as new cells after the named cells, and cells in ``drop`` removed."""
+    notebook = copy.deepcopy(dict(model.release))
+    cells = []
+    for cell in notebook["cells"]:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id in drop:
+            continue
+        cell = copy.deepcopy(dict(cell))
+        if answers and grade_id in answers:
+            cell["source"] = answers[grade_id]
+        cells.append(cell)
+        if after and grade_id in after:
+            cells.append({"cell_type": "code", "id": f"learner-{len(cells)}", "metadata": {},
+                          "execution_count": None, "outputs": [], "source": after[grade_id]})
+    notebook["cells"] = cells
+    return notebook
+
+
+def to_bytes(notebook: dict) -> bytes:
+    return (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def demo_submissions(model: NotebookModel) -> dict[str, bytes]:
+    """student id -> notebook bytes for the demo class."""
+    right = answer_sources(model)
+    first = model.exercises[0]
+    wrong = {**right, "softmax": SOFTMAX_NO_SHIFT, "attention": ATTENTION_NO_SCALE}
+    hostile = {**right, "softmax": HOSTILE_PATCHES}
+    return {
+        "ada-correct": to_bytes(submission(model, right)),
+        "bert-partly-wrong": to_bytes(submission(model, {**right, "softmax": SOFTMAX_NO_SHIFT})),
+        "cleo-wrong": to_bytes(submission(model, wrong)),
+        "dev-blank": to_bytes(submission(model)),
+        "eve-hostile": to_bytes(submission(model, hostile)),
+        "finn-broken": to_bytes(submission(model, right))[:700],
+        "gus-crashes": to_bytes(submission(model, right, after={
+            first: "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"})),
+    }
+
+
+def write_demo_class(model: NotebookModel, out: Path) -> list[Path]:
+    """Write the demo class in nbgrader's submitted/ layout under ``out``."""
+    written = []
+    for student, data in demo_submissions(model).items():
+        path = Path(out) / student / model.assignment / model.notebook
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        (path.parent / "timestamp.txt").write_text("2025-01-15 12:00:00.000000 UTC\n",
+                                                   encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def write_demo_zips(model: NotebookModel, out: Path) -> list[Path]:
+    """Two submissions as an LMS would download them: one zip per student."""
+    import io
+    import zipfile
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"hana/{model.notebook}", to_bytes(submission(model,
+                                                                         answer_sources(model))))
+        archive.writestr("hana/notes.txt", "my notes travel with the notebook\n")
+    paths = [Path(out) / "hana_1001_2001.zip", Path(out) / "ivan_1002_2002.zip"]
+    paths[0].write_bytes(buffer.getvalue())
+    paths[1].write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 3])  # cut download
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--assignment", default="01-single-head")
+    parser.add_argument("--source", type=Path, default=Path("solutions"))
+    parser.add_argument("--out", type=Path, default=Path("grading/examples/submitted"))
+    parser.add_argument("--zips", type=Path, help="also write LMS-style zips to this folder")
+    args = parser.parse_args(argv)
+    for model in load_assignment(args.assignment, args.source):
+        written = write_demo_class(model, args.out)
+        written += write_demo_zips(model, args.zips) if args.zips else []
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

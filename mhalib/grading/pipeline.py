@@ -1,0 +1,174 @@
+"""Grading a class: find submissions, back up, run the units, write, give feedback, export."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mhalib.grading.assignment import NotebookModel, load_assignment
+from mhalib.grading.backends import run_dask, run_local
+from mhalib.grading.export import export_course
+from mhalib.grading.flags import needs_review
+from mhalib.grading.gradebook import backup, ensure_assignment, integrity_check
+from mhalib.grading.intake import Submission, discover
+from mhalib.grading.limits import Limits
+from mhalib.grading.sandbox import choose_mode
+from mhalib.grading.writer import CourseLayout, ResultWriter
+
+
+@dataclass
+class GradingRun:
+    """What one ``mhalib grade`` call asks for."""
+
+    assignment: str
+    submitted: Path
+    source: Path = Path("solutions")
+    course: Path = Path("grading/course")
+    db_url: str | None = None
+    jobs: int = 1
+    scheduler: str | None = None
+    sandbox: str = "auto"
+    seed: int | None = None
+    students: list[str] | None = None
+    limits: Limits = field(default_factory=Limits)
+    feedback: bool = True
+    progress: bool = True
+
+
+@dataclass
+class RunSummary:
+    graded: int = 0
+    flagged: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    sandbox: str = ""
+    backup: Path | None = None
+    exports: list[Path] = field(default_factory=list)
+    feedback: list[Path] = field(default_factory=list)
+    integrity: str = ""
+    results: list[dict] = field(default_factory=list)
+
+
+def unit_seed(base: int | None, student: str, notebook: str) -> int:
+    """A fresh random seed per notebook, or one derived from ``base`` for a reproducible run."""
+    if base is None:
+        return secrets.randbelow(2**31)
+    digest = hashlib.sha256(f"{base}:{student}:{notebook}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 2**31
+
+
+def make_tasks(submission: Submission, models: list[NotebookModel], run: GradingRun,
+               mode: str) -> list[dict]:
+    tasks = []
+    for model in models:
+        data = submission.notebooks.get(model.notebook)
+        tasks.append({
+            "student": submission.student, "assignment": run.assignment,
+            "notebook": model.notebook,
+            "submission": None if data is None else base64.b64encode(data).decode("ascii"),
+            "submission_error": submission.errors.get(model.notebook),
+            "files": {path: base64.b64encode(blob).decode("ascii")
+                      for path, blob in submission.files.items()},
+            "model": model.for_worker(), "seed": unit_seed(run.seed, submission.student,
+                                                           model.notebook),
+            "limits": run.limits.to_dict(), "sandbox": mode, "timestamp": submission.timestamp,
+        })
+    return tasks
+
+
+def _progress(total: int, enabled: bool):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="notebook", desc="grading", disable=not enabled,
+                file=sys.stderr, dynamic_ncols=True)
+
+
+@contextmanager
+def course_lock(root: Path):
+    """Only one grading run writes to a course folder at a time."""
+    import fcntl
+
+    with open(root / ".mhalib-grade.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ValueError(f"another `mhalib grade` is writing to {root}; wait for it to "
+                             "finish") from None
+        yield
+
+
+def grade_class(run: GradingRun, echo=print) -> RunSummary:
+    """Grade every submission of ``run.assignment``; see :mod:`mhalib.grading.writer`."""
+    layout = CourseLayout.at(run.course, run.db_url)
+    layout.root.mkdir(parents=True, exist_ok=True)
+    with course_lock(layout.root):
+        return _grade_class(run, layout, echo)
+
+
+def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
+    started = time.monotonic()
+    models = load_assignment(run.assignment, run.source)
+    by_name = {model.notebook: model for model in models}
+    submissions = discover(run.submitted, run.assignment, list(by_name), run.limits, warn=echo)
+    if run.students:
+        wanted = set(run.students)
+        submissions = [s for s in submissions if s.student in wanted]
+    summary = RunSummary()
+    # on a cluster each worker decides "auto" for itself; locally we decide once, loudly
+    summary.sandbox = mode = run.sandbox if run.scheduler else choose_mode(run.sandbox, echo)
+    summary.backup = backup(layout.db_url, layout.backups)
+    for model in models:
+        ensure_assignment(layout.db_url, model)
+    batches = [make_tasks(s, models, run, mode) for s in submissions]
+    writer = ResultWriter(layout, by_name)
+    bar = _progress(sum(len(b) for b in batches), run.progress)
+
+    def on_result(result: dict) -> None:
+        writer.write(result)
+        summary.graded += 1
+        summary.results.append(result)
+        flags = [issue["flag"] for issue in result["issues"]]
+        flags += [f for v in result["verdicts"].values() for f in v["flags"]]
+        if needs_review(flags) and result["student"] not in summary.flagged:
+            summary.flagged.append(result["student"])
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        if run.scheduler:
+            run_dask(batches, run.scheduler, on_result)
+        else:
+            run_local(batches, run.jobs, on_result)
+        if run.feedback:
+            summary.feedback = writer.write_feedback()
+    finally:
+        writer.close()
+        if bar is not None:
+            bar.close()
+    summary.exports = export_course(layout.results, layout.exports, layout.db_url,
+                                    _all_models(layout, run.source, run.assignment, by_name))
+    summary.integrity = integrity_check(layout.db_url)
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+def _all_models(layout: CourseLayout, source: Path, assignment: str,
+                current: dict[str, NotebookModel]) -> dict[str, dict[str, NotebookModel]]:
+    """Models of every assignment that has stored results (for the course-wide export)."""
+    found = {assignment: current}
+    if layout.results.is_dir():
+        for folder in sorted(layout.results.iterdir()):
+            if folder.is_dir() and folder.name not in found:
+                try:
+                    found[folder.name] = {m.notebook: m for m in
+                                          load_assignment(folder.name, source)}
+                except (ValueError, OSError):
+                    continue
+    return found

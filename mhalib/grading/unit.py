@@ -1,0 +1,184 @@
+"""The unit of work: one student's notebook in, one result (plain JSON data) out.
+
+``grade_unit(task)`` reads the submission, builds the plan, runs it in this process's warm
+sandbox, judges the records in this (clean) process and assembles the result: verdicts, points
+per grade cell, issues, and the graded notebook. It never raises for anything a submission
+does; the same function runs in local worker processes and on Dask workers.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+
+from mhalib.grading.assignment import NotebookModel, nbgrader_meta
+from mhalib.grading.graded_notebook import build_graded_notebook
+from mhalib.grading.outcome import Outcome, read_outcome
+from mhalib.grading.plan import (
+    Issue,
+    NotebookUnreadable,
+    Plan,
+    build_plan,
+    parse_notebook,
+    release_cell_copy,
+)
+from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
+from mhalib.grading.scorer import grade_cell_scores, score_notebook
+
+RESULT_FORMAT = "mhalib-grading-result/1"
+_SANDBOXES: dict[str, Sandbox] = {}
+_RESOLVED: dict[str, str] = {}
+
+
+def resolve_mode(requested: str) -> str:
+    """``bwrap`` or ``none`` for this machine (``auto`` is decided once per process)."""
+    if requested not in _RESOLVED:
+        import sys
+
+        _RESOLVED[requested] = choose_mode(requested, echo=lambda text: print(
+            text, file=sys.stderr))
+    return _RESOLVED[requested]
+
+
+def worker_sandbox(mode: str) -> Sandbox:
+    """This process's warm sandbox (started on first use, restarted after a crash)."""
+    sandbox = _SANDBOXES.get(mode)
+    if sandbox is None:
+        if not _SANDBOXES:
+            import atexit
+
+            atexit.register(close_sandboxes)
+        sandbox = _SANDBOXES[mode] = Sandbox(mode)
+    if not sandbox.running:
+        sandbox.start()
+    return sandbox
+
+
+def close_sandboxes() -> None:
+    for sandbox in _SANDBOXES.values():
+        sandbox.destroy()
+    _SANDBOXES.clear()
+
+
+def _unreadable_plan(reason: str, flag: str, model: NotebookModel) -> Plan:
+    """Nothing runs; the graded notebook shows the release and the reason."""
+    cells = [release_cell_copy(cell) for cell in model.release["cells"]]
+    return Plan(cells=cells, issues=[Issue(flag, reason)], runnable=False)
+
+
+def _plan_for(task: dict, model: NotebookModel) -> Plan:
+    if task.get("submission") is None:
+        flag, reason = task.get("submission_error") or (
+            "missing_notebook", f"no {model.notebook} was submitted")
+        return _unreadable_plan(reason + ".", flag, model)
+    data = base64.b64decode(task["submission"])
+    limit = int(task["limits"]["notebook_bytes"])
+    if len(data) > limit:
+        return _unreadable_plan(f"the notebook is {len(data):,} bytes, more than the "
+                                f"{limit:,} accepted.", "too_large", model)
+    try:
+        notebook = parse_notebook(data)
+    except NotebookUnreadable as error:
+        return _unreadable_plan(f"the notebook could not be read: {error}.",
+                                "invalid_notebook", model)
+    return build_plan(notebook, model)
+
+
+def _run(task: dict, plan: Plan) -> dict:
+    sandbox_plan = {"seed": int(task["seed"]), "limits": task["limits"], "steps": plan.steps}
+    try:
+        sandbox = worker_sandbox(task["sandbox"])
+        reply = sandbox.run(sandbox_plan, task.get("files") or {})
+        reply["isolation"] = sandbox.info.get("isolation")
+        return reply
+    except (SandboxError, OSError, ValueError) as error:
+        return {"error": str(error)[:500], "steps": ""}
+
+
+def _not_reached(model: NotebookModel, outcome: Outcome, plan: Plan) -> dict[str, str]:
+    reasons = {}
+    for item in [*model.exercises, *model.questions]:
+        if item in outcome.record_errors:
+            reasons[item] = f"recording its results failed ({outcome.record_errors[item]})"
+        elif item not in outcome.reached:
+            reasons[item] = outcome.stop_reason or "the notebook never reached its test"
+            if not plan.runnable:
+                reasons[item] = plan.issues[0].message.rstrip(".")
+    return reasons
+
+
+def _explain_missing(verdicts: dict[str, dict], plan: Plan, outcome: Outcome) -> None:
+    """A function that was never defined: say so if its answer cell raised an error."""
+    for index, cell in enumerate(plan.cells):
+        verdict = verdicts.get(nbgrader_meta(cell).get("grade_id"))
+        if verdict is None or not {"missing", "no_record"} & set(verdict["flags"]):
+            continue
+        errors = [o for o in outcome.outputs.get(index, []) if o["output_type"] == "error"]
+        if errors:
+            verdict["diagnosis"] += (f" Its answer cell raised {errors[0]['ename']}: "
+                                     f"{errors[0]['evalue'][:200]}")
+
+
+def grade_unit(task: dict) -> dict:
+    """Grade one student's notebook; see the module docstring. ``task`` keys:
+
+    student, assignment, notebook (file name), submission (base64 bytes or None),
+    submission_error ((flag, reason) when there is no submission), files ({relative path:
+    base64}), model (NotebookModel.for_worker()), seed, limits (Limits.to_dict()),
+    sandbox ("bwrap", "none" or "auto"), timestamp.
+    """
+    started = time.monotonic()
+    task = {**task, "sandbox": resolve_mode(task["sandbox"])}
+    model = NotebookModel.from_dict(task["model"])
+    plan = _plan_for(task, model)
+    reply: dict = {}
+    if plan.runnable:
+        reply = _run(task, plan)
+        outcome = read_outcome(reply, plan.steps, task["limits"])
+    else:
+        outcome = Outcome()
+    records = {k: v for k, v in (reply.get("records") or {}).items() if k in model.exercises}
+    answers = {k: v for k, v in (reply.get("answers") or {}).items() if k in model.questions}
+    verdicts = score_notebook(model, records, answers, int(task["seed"]),
+                              _not_reached(model, outcome, plan))
+    _explain_missing(verdicts, plan, outcome)
+    issues = [vars(issue) for issue in [*plan.issues, *outcome.issues]]
+    if task["sandbox"] == "none":
+        issues.append({"flag": "no_sandbox", "message": "graded without bubblewrap: learner "
+                                                        "code was not isolated from the host."})
+    return {
+        "format": RESULT_FORMAT, "student": task["student"], "assignment": task["assignment"],
+        "notebook": model.notebook, "seed": int(task["seed"]), "timestamp": task.get("timestamp"),
+        "sandbox": task["sandbox"], "isolation": reply.get("isolation"),
+        "issues": issues, "verdicts": verdicts, "grade_cells": grade_cell_scores(model, verdicts),
+        "run": {key: reply.get(key) for key in ("exit_code", "timed_out", "seconds",
+                                                  "max_rss_kb")},
+        "seconds": round(time.monotonic() - started, 4),
+        "graded_notebook": build_graded_notebook(model, plan.cells, outcome.outputs,
+                                                 outcome.counts, verdicts, issues),
+    }
+
+
+def grade_student(tasks: list[dict]) -> list[dict]:
+    """All notebooks of one student, one after the other (never two at once)."""
+    results = []
+    for task in tasks:
+        try:
+            results.append(grade_unit(task))
+        except Exception as error:  # a grader bug must not lose the rest of the class
+            results.append(grader_error_result(task, error))
+    return results
+
+
+def grader_error_result(task: dict, error: BaseException) -> dict:
+    model = NotebookModel.from_dict(task["model"])
+    message = f"the grader failed on this notebook ({type(error).__name__}: {error})"[:500]
+    verdicts = score_notebook(model, {}, {}, int(task["seed"]),
+                              {i: message for i in [*model.exercises, *model.questions]})
+    return {"format": RESULT_FORMAT, "student": task["student"],
+            "assignment": task["assignment"], "notebook": model.notebook,
+            "seed": int(task["seed"]), "timestamp": task.get("timestamp"),
+            "sandbox": task.get("sandbox"), "isolation": None,
+            "issues": [{"flag": "grader_error", "message": message}], "verdicts": verdicts,
+            "grade_cells": grade_cell_scores(model, verdicts), "run": {}, "seconds": 0.0,
+            "graded_notebook": None}

@@ -1,0 +1,244 @@
+"""The catalogue of broken and hostile submissions, with the score and flags each must get.
+
+Built on the fixture lesson (tests/grading/fixtures/solutions/01-single-head): exercises
+``softmax`` (2 points) and ``attention`` (3 points), quick check ``qc_weights_shape`` (1 point),
+and a hand-graded markdown cell. ``expect`` maps an item to ``full``, ``zero``, ``partial``
+(strictly between) or ``not_full``; ``flags`` must all appear among the student's flags.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mhalib.grading.demo_class import SOFTMAX_NO_SHIFT, answer_sources, submission, to_bytes
+
+ITEMS = ("softmax", "attention", "qc_weights_shape")
+MARKER = "MHALIB_BG_MARKER_7731"
+
+
+@dataclass
+class Case:
+    student: str
+    build: object  # (model, context) -> bytes | None (None: no notebook) | ("zip", bytes)
+    expect: dict[str, str]
+    flags: set[str] = field(default_factory=set)
+    needs_bwrap: bool = False
+
+
+def _all(kind: str) -> dict[str, str]:
+    return {item: kind for item in ITEMS}
+
+
+def _nb(answers=None, after=None, drop=(), mutate=None):
+    def build(model, context):
+        right = answer_sources(model)
+        notebook = submission(model, {**right, **(answers or {})},
+                              {k: v.format(**context) for k, v in (after or {}).items()}, drop)
+        if mutate:
+            mutate(notebook)
+        return to_bytes(notebook)
+    return build
+
+
+def _cell(notebook, grade_id):
+    return next(c for c in notebook["cells"]
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _rename_answer(notebook):
+    _cell(notebook, "softmax")["metadata"]["nbgrader"]["grade_id"] = "softmax_v2"
+
+
+def _change_metadata(notebook):
+    notebook["metadata"]["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    test = _cell(notebook, "test_softmax")
+    test["metadata"]["nbgrader"].update(grade=False, solution=True)
+    test["source"] = "print('tests passed')"
+
+
+def _duplicate_test(notebook):
+    test = _cell(notebook, "test_softmax")
+    notebook["cells"].insert(notebook["cells"].index(test), json.loads(json.dumps(test)))
+
+
+def _answer_to_markdown(notebook):
+    _cell(notebook, "attention")["cell_type"] = "markdown"
+    _cell(notebook, "attention").pop("outputs", None)
+    _cell(notebook, "attention").pop("execution_count", None)
+
+
+def _huge(model, context):
+    notebook = submission(model, answer_sources(model))
+    notebook["cells"].append({"cell_type": "markdown", "metadata": {}, "id": "huge",
+                              "source": "x" * 1_500_000})
+    return to_bytes(notebook)
+
+
+def _zip_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _zip_correct(model, context):
+    data = _nb()(model, context)
+    return ("zip", _zip_of({f"submission/{model.notebook}": data,
+                            "submission/helper.txt": b"kept next to the notebook",
+                            "__MACOSX/._junk": b"x"}))
+
+
+def _zip_traversal(model, context):
+    data = _nb(after={"imports": "import os\nprint(sorted(os.listdir('.')))"})(model, context)
+    return ("zip", _zip_of({model.notebook: data, "../../escape.py": b"print('escaped')",
+                            "/abs.txt": b"absolute"}))
+
+
+NDARRAY_CHEAT = '''class _Yes(np.ndarray):
+    def __eq__(self, other):
+        return np.ones(np.shape(self), dtype=bool).view(np.ndarray)
+    def __array_finalize__(self, obj):
+        pass
+def softmax(x, axis=-1):
+    return np.zeros_like(x).view(_Yes)
+'''
+AST_STRIP = '''import ast
+class _NoAssert(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+get_ipython().ast_transformers.append(_NoAssert())
+''' + SOFTMAX_NO_SHIFT
+BLANK_LATER = '''def _blank(lines):
+    return []
+get_ipython().input_transformers_post.append(_blank)
+'''
+HIDE_TRACEBACKS = '''import sys
+get_ipython().showtraceback = lambda *args, **kwargs: None
+sys.excepthook = lambda *args: None
+''' + SOFTMAX_NO_SHIFT
+FAKE_PROBE = '''import mhalib.checks.record as _record
+def _fake(exercise, func, seed, suite, call_timeout=None):
+    return {{"format": "mhalib-record/1", "exercise": exercise.name, "seed": seed,
+            "suite": suite, "status": "ok", "cases": []}}
+_record.probe = _fake
+'''
+READ_OUTSIDE = '''import os, socket
+for _path in {paths!r}:
+    try:
+        with open(_path, "rb") as _handle:
+            print("READ", _path, len(_handle.read()))
+    except OSError as _error:
+        print("BLOCKED", _path, type(_error).__name__)
+try:
+    with open({gradebook!r}, "ab") as _handle:
+        _handle.write(b"garbage")
+    print("WROTE gradebook")
+except OSError as _error:
+    print("BLOCKED write", type(_error).__name__)
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=2)
+    print("NETWORK open")
+except OSError as _error:
+    print("BLOCKED network", type(_error).__name__)
+'''
+IGNORE_ALARM_AND_HANG = """import signal
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+while True:
+    pass
+"""
+BACKGROUND = '''import subprocess, sys
+subprocess.Popen(["sleep", "613"], start_new_session=True)
+subprocess.Popen([sys.executable, "-c", "import os, time\\nif os.fork() == 0:\\n    os.setsid()\\n"
+                  "    time.sleep(600)  # {marker}"], start_new_session=True)
+print("started background processes")
+'''.replace("{marker}", MARKER)
+
+CATALOGUE = [
+    Case("correct", _nb(), _all("full")),
+    Case("blank", lambda m, c: to_bytes(submission(m)),
+         {"softmax": "zero", "attention": "zero", "qc_weights_shape": "zero"}, {"error"}),
+    Case("partly-wrong", _nb({"softmax": SOFTMAX_NO_SHIFT}),
+         {"softmax": "partial", "attention": "not_full", "qc_weights_shape": "full"}),
+    Case("invalid-json", lambda m, c: b'{"cells": [', _all("zero"), {"invalid_notebook"}),
+    Case("not-a-notebook", lambda m, c: b'[1, 2, 3]', _all("zero"), {"invalid_notebook"}),
+    Case("binary-garbage", lambda m, c: bytes(range(256)) * 8, _all("zero"),
+         {"invalid_notebook"}),
+    Case("missing-notebook", lambda m, c: None, _all("zero"), {"missing_notebook"}),
+    Case("too-large", _huge, _all("zero"), {"too_large"}),
+    Case("deleted-tests", _nb(drop=("test_softmax", "test_attention")), _all("full"),
+         {"restored_cell"}),
+    Case("renamed-answer-id", _nb(mutate=_rename_answer), _all("full"),
+         {"unknown_cell_id", "missing_answer_cell"}),
+    Case("changed-metadata", _nb(mutate=_change_metadata), _all("full"),
+         {"changed_kernel", "changed_metadata", "edited_test_cell"}),
+    Case("edited-test-wrong", _nb({"softmax": SOFTMAX_NO_SHIFT}, mutate=lambda nb: _cell(
+        nb, "test_softmax").update(source="print('all tests passed')")),
+         {"softmax": "partial"}, {"edited_test_cell"}),
+    Case("duplicate-test-cell", _nb(mutate=_duplicate_test), _all("full"),
+         {"duplicate_cell_id"}),
+    Case("answer-turned-markdown", _nb(mutate=_answer_to_markdown), _all("full"),
+         {"changed_cell_type"}),
+    Case("monkeypatch-numpy", _nb({"softmax": "np.allclose = lambda *a, **k: True\n"
+                                              "np.testing.assert_allclose = lambda *a, **k: None\n"
+                                              + SOFTMAX_NO_SHIFT}),
+         {"softmax": "partial"}, {"integrity"}),
+    Case("ast-strips-asserts", _nb({"softmax": AST_STRIP}), {"softmax": "partial"}, {"integrity"}),
+    Case("input-transformer-blanks", _nb(after={"imports": BLANK_LATER}), _all("zero"),
+         {"integrity", "missing"}),
+    Case("ndarray-always-equal", _nb({"softmax": NDARRAY_CHEAT}), {"softmax": "zero"}),
+    Case("hidden-tracebacks", _nb({"softmax": HIDE_TRACEBACKS}), {"softmax": "partial"},
+         {"integrity"}),
+    Case("tampered-recorder", _nb(after={"imports": FAKE_PROBE}),
+         {"softmax": "zero", "attention": "zero", "qc_weights_shape": "full"}, {"bad_record"}),
+    Case("answer-key-import", _nb({"softmax": "from mhalib.reference import softmax\n"}),
+         {"softmax": "zero"}, {"missing"}),
+    Case("sys-exit", _nb(after={"softmax": "import sys\nsys.exit(0)"}), _all("full")),
+    Case("os-exit", _nb(after={"test_softmax": "import os\nos._exit(3)"}),
+         {"softmax": "full", "attention": "zero", "qc_weights_shape": "zero"}, {"kernel_died"}),
+    Case("kills-own-kernel", _nb(after={"test_softmax": "import os, signal\n"
+                                                          "os.kill(os.getpid(), signal.SIGKILL)"}),
+         {"softmax": "full", "attention": "zero"}, {"kernel_died"}),
+    Case("infinite-loop-answer", _nb({"softmax": "def softmax(x, axis=-1):\n    while True:\n"
+                                                 "        pass\n"}),
+         {"softmax": "zero", "attention": "zero"}, {"timeout"}),
+    Case("ignores-alarm-hangs", _nb(after={"test_softmax": IGNORE_ALARM_AND_HANG}),
+         {"softmax": "full", "attention": "zero", "qc_weights_shape": "zero"}, {"timeout"}),
+    Case("slow-cell", _nb(after={"imports": "import time\ntime.sleep(60)"}), _all("full"),
+         {"cell_timeout"}),
+    Case("memory-blowup", _nb(after={"imports": "big = np.ones((60_000, 60_000))"}),
+         _all("full"), {"memory"}),
+    Case("output-flood", _nb(after={"imports": "print('x' * 50_000_000)"}), _all("full"),
+         {"output_truncated"}),
+    Case("background-processes", _nb(after={"imports": BACKGROUND}), _all("full")),
+    Case("reads-outside", _nb(after={"imports": READ_OUTSIDE}), _all("full"), needs_bwrap=True),
+    Case("zip-correct_12345_678", _zip_correct, _all("full")),
+    Case("zip-corrupt", lambda m, c: ("zip", b"PK\x03\x04 this is not a zip"), _all("zero"),
+         {"invalid_notebook"}),
+    Case("zip-traversal", _zip_traversal, _all("full")),
+]
+
+
+def student_of(case: Case) -> str:
+    """The student id the grader derives (zip names lose their LMS number suffix)."""
+    return case.student.split("_")[0]
+
+
+def write_class(model, submitted: Path, context: dict, cases: list[Case]) -> None:
+    """Write every case as a submission under ``submitted`` (nbgrader layout or zips)."""
+    submitted.mkdir(parents=True, exist_ok=True)
+    for case in cases:
+        data = case.build(model, context)
+        if isinstance(data, tuple):
+            (submitted / f"{case.student}.zip").write_bytes(data[1])
+            continue
+        folder = submitted / case.student / model.assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        if data is None:
+            (folder / "notes.txt").write_text("I forgot the notebook", encoding="utf-8")
+        else:
+            (folder / model.notebook).write_bytes(data)
