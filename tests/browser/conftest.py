@@ -1,0 +1,108 @@
+"""Fixtures of the browser tests: a headless Chromium driven by Playwright.
+
+Playwright is used with the system's Chromium (Debian package ``chromium``); it never downloads
+a browser. Without Playwright or Chromium the browser tests skip and say how to install them,
+unless ``MHALIB_REQUIRE_BROWSER=1`` (set by ``.ci/run`` once it installed Chromium), where they
+fail instead, so that CI cannot pass by skipping.
+
+Screenshots go to a temporary folder, or to ``MHALIB_SCREENSHOTS`` when set
+(``MHALIB_SCREENSHOTS=docs/screenshots`` refreshes the ones in the docs).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1280, "height": 860}
+
+
+def find_chromium() -> str | None:
+    """Path of a Chromium to drive: ``MHALIB_CHROMIUM``, else the first one installed."""
+    chosen = os.environ.get("MHALIB_CHROMIUM")
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
+    for candidate in CHROMIUM_CANDIDATES:
+        path = shutil.which(candidate)
+        if path:
+            return path
+    return None
+
+
+def _unavailable(reason: str):
+    if os.environ.get("MHALIB_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"MHALIB_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = find_chromium()
+    if path is None:
+        _unavailable("no Chromium found: install it with `apt-get install -y chromium` "
+                     "(or set MHALIB_CHROMIUM=/path/to/chromium)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path, tmp_path_factory):
+    """A headless Chromium with a fresh profile (one per test session)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright is not installed: `pip install playwright` "
+                     "(no `playwright install` needed; the system Chromium is used)")
+    playwright = sync_playwright().start()
+    context = playwright.chromium.launch_persistent_context(
+        str(tmp_path_factory.mktemp("chromium-profile")), executable_path=chromium_path,
+        headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT)
+    try:
+        yield context
+    finally:
+        context.close()
+        playwright.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember on the test item whether its call failed (the ``page`` fixture reads it)."""
+    report = yield
+    if report.when == "call":
+        item.call_failed = report.failed
+    return report
+
+
+@pytest.fixture
+def page(browser, request, screenshot_dir):
+    """A new tab; console errors of the page are kept in ``page.console_errors``.
+
+    When the test fails, what the tab showed is saved as ``FAILED-<test>.png``.
+    """
+    tab = browser.new_page()
+    tab.console_errors = []
+    tab.on("console", lambda m: tab.console_errors.append(m.text) if m.type == "error" else None)
+    yield tab
+    if getattr(request.node, "call_failed", False):
+        shot = screenshot_dir / f"FAILED-{request.node.name}.png"
+        tab.screenshot(path=str(shot))
+        print(f"screenshot of the failure: {shot}")
+    tab.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir(tmp_path_factory) -> Path:
+    chosen = os.environ.get("MHALIB_SCREENSHOTS")
+    if chosen:
+        folder = Path(chosen).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    return tmp_path_factory.mktemp("screenshots")

@@ -1,0 +1,43 @@
+"""The widget lesson still runs without a browser: nbclient, as the grader runs notebooks.
+
+Widgets need a front-end to draw them, not to run: under nbclient each one leaves a
+``widget-view`` output (with a plain-text fallback) and its model in the notebook's saved
+widget state, so that an HTML export can still show it.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.browser.lab_server import REPO
+
+SOURCE = REPO / "solutions" / "01-single-head" / "single_head_attention.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def widget_views(notebook) -> list[dict]:
+    return [output["data"][WIDGET_VIEW] for cell in notebook.cells if cell.cell_type == "code"
+            for output in cell.get("outputs", []) if WIDGET_VIEW in output.get("data", {})]
+
+
+@pytest.mark.slow
+def test_lesson_01_runs_headless_and_keeps_its_widgets(tmp_path):
+    if not SOURCE.is_file():
+        pytest.fail(f"{SOURCE.relative_to(REPO)} is missing")
+    notebook = nbformat.read(SOURCE, as_version=4)
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}},
+                            store_widget_state=True)
+    client.execute()  # raises CellExecutionError on the first failing cell
+
+    errors = [output for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.output_type == "error"]
+    assert errors == []
+    views = widget_views(notebook)
+    assert views, "lesson 01 shows no widget"
+    state = notebook.metadata["widgets"][WIDGET_STATE]["state"]
+    missing = [view["model_id"] for view in views if view["model_id"] not in state]
+    assert missing == [], "widget views without a saved model"
