@@ -27,6 +27,8 @@ def _table(rows: list[Row]) -> str:
             body.append((row.impl, "-", "-", "-", "-", "-", "-"))
             notes.append(f"- {row.impl}: {row.note}")
             continue
+        if row.note:
+            notes.append(f"- {row.impl}: {row.note}")
         check = _num(row.max_abs_diff, "{:.1e}") + ("" if row.ok else " MISMATCH")
         body.append(
             (

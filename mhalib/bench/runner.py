@@ -21,6 +21,7 @@ from mhalib.bench.implementations import (
     make_layer_inputs,
 )
 from mhalib.bench.measure import median_times, peak_memory_bytes
+from mhalib.bench.sdpa_backend import call_recording_sdpa_backend
 
 TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
@@ -70,7 +71,8 @@ def run_benchmark(
     ):
         for number, (suite, case) in enumerate(jobs, start=1):
             bar.set_postfix_str(f"case {number}/{len(jobs)}: {suite} {case.describe()}")
-            impls, flops = _build(suite, case, device, dtype)
+            with torch.inference_mode(False):  # plain tensors: SDPA's backend stays visible
+                impls, flops = _build(suite, case, device, dtype)
             if only is not None:
                 impls = {name: fn for name, fn in impls.items() if name in only or name == BASELINE}
             runnable = sum(not isinstance(fn, str) for fn in impls.values())
@@ -108,7 +110,8 @@ def _build(suite, case, device, dtype):
 def _measure_case(suite, case, impls, flops, device, dtype, repeats, tick) -> list[Row]:
     rows = {name: Row(suite, case, name, flops=flops) for name in impls}
     runnable = {}
-    reference = impls[BASELINE]()
+    reference, backends = call_recording_sdpa_backend(impls[BASELINE])
+    rows[BASELINE].note = "SDPA ran " + ", ".join(backends)
     tick()
     for name, fn in impls.items():
         if isinstance(fn, str):

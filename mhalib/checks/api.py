@@ -16,6 +16,10 @@ from mhalib.checks.verdict import Verdict
 class CheckFailed(AssertionError):
     """A test cell's check did not pass; the message is the diagnosis."""
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: the verdict above already explains."""
+        return [f"\x1b[0;31mCheckFailed\x1b[0m: {self}"]
+
 
 def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
           quiet: bool = False) -> Verdict | None:

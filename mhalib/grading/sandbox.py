@@ -48,6 +48,24 @@ def _bwrap_namespaces() -> list[str]:
             "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
 
 
+PREFIX_HOLD = "/opt/mhalib-prefix"
+_PRIVATE_TOPS = ("/tmp/", "/dev/shm/")
+
+
+def _python_prefixes() -> list[str]:
+    """The Python installation(s) the sandbox must see (a venv and the interpreter under it)."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return sorted(p for p in prefixes if not p.startswith("/usr/"))
+
+
+def prefixes_under_private_tops() -> list[tuple[str, str]]:
+    """(hold, prefix) for each Python prefix below /tmp or /dev/shm: every notebook gets a fresh
+    /tmp, which would hide it, so the zygote binds it again from ``hold`` after the swap."""
+    return [(f"{PREFIX_HOLD}/{index}", prefix)
+            for index, prefix in enumerate(_python_prefixes())
+            if (prefix + "/").startswith(_PRIVATE_TOPS)]
+
+
 def _system_binds() -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/lib", "/lib32", "/lib64", "/sbin"):
@@ -58,9 +76,10 @@ def _system_binds() -> list[str]:
     for name in _ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-    for prefix in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}):
-        if not prefix.startswith("/usr/"):
-            args += ["--ro-bind", prefix, prefix]
+    for prefix in _python_prefixes():
+        args += ["--ro-bind", prefix, prefix]
+    for hold, prefix in prefixes_under_private_tops():
+        args += ["--ro-bind", prefix, hold]
     return args
 
 
@@ -143,10 +162,12 @@ class Sandbox:
             env = self._environment(exchange, str(self._package), str(self._home))
             return [sys.executable, "-m", "mhalib.grading.zygote", json.dumps(config)], env
         config = {"exchange": EXCHANGE, "namespaces": True, "preimport": PREIMPORT,
-                  "fontcache": "/opt/mpl-seed/fontlist.json" if fontcache else None}
-        command = [shutil.which("bwrap"), *_bwrap_namespaces(), *_system_binds(),
+                  "fontcache": "/opt/mpl-seed/fontlist.json" if fontcache else None,
+                  "rebind": prefixes_under_private_tops()}
+        # /proc, /dev and /tmp first: a Python installation under /tmp is bound on top of them
+        command = [shutil.which("bwrap"), *_bwrap_namespaces(),
+                   "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", *_system_binds(),
                    "--ro-bind", str(self._package), PACKAGE_MOUNT,
-                   "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
                    "--size", str(EXCHANGE_BYTES), "--tmpfs", EXCHANGE, "--dir", "/scratch",
                    "--chdir", "/scratch", "--hostname", "grader", "--clearenv"]
         if fontcache:

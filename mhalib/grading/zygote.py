@@ -31,6 +31,7 @@ import time
 from mhalib.grading import exchange, sysns
 
 SCRATCH = "/scratch"
+_REBIND: list[tuple[str, str]] = []  # (hold, prefix) pairs, from the sandbox's config
 EXIT_SETUP_FAILED = 111
 
 
@@ -137,6 +138,16 @@ def _note_setup_error(task_dir: str, error: BaseException) -> None:
         pass
 
 
+def _rebind_python_prefixes() -> None:
+    """Put back, read-only, a Python installation that the fresh /tmp just hid."""
+    for hold, prefix in _REBIND:
+        os.makedirs(prefix, exist_ok=True)
+        sysns.mount(hold, prefix, None, sysns.MS_BIND | sysns.MS_REC, None)
+        sysns.mount(None, prefix, None,
+                    sysns.MS_REMOUNT | sysns.MS_BIND | sysns.MS_RDONLY | sysns.MS_NOSUID
+                    | sysns.MS_NODEV, None)
+
+
 def _reaper(shell, request: dict, task_dir: str) -> None:
     """PID 1 of the notebook's namespaces: fresh file systems, no capabilities, one learner."""
     scratch_bytes = int(request["plan"]["limits"]["scratch_mb"]) * 1024 * 1024
@@ -146,7 +157,8 @@ def _reaper(shell, request: dict, task_dir: str) -> None:
     for private, target in ((".tmp", "/tmp"), (".shm", "/dev/shm")):
         os.makedirs(os.path.join(SCRATCH, private), mode=0o1777, exist_ok=True)
         if os.path.isdir(target):
-            sysns.mount(os.path.join(SCRATCH, private), target, None, 0x1000, None)  # MS_BIND
+            sysns.mount(os.path.join(SCRATCH, private), target, None, sysns.MS_BIND, None)
+    _rebind_python_prefixes()
     workdir = os.path.join(SCRATCH, "work")
     shutil.copytree(os.path.join(task_dir, "input"), workdir)
     sysns.prctl(sysns.PR_SET_DUMPABLE, 0)
@@ -299,6 +311,7 @@ def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
+    _REBIND[:] = [tuple(pair) for pair in config.get("rebind", [])]
     protocol_out = os.dup(1)
     os.dup2(2, 1)  # anything printed while importing goes to the log, not the protocol
     warnings = _preimport(config)

@@ -143,9 +143,13 @@ def error_outputs(page) -> list[str]:
     JupyterLab renders an error like a stream to stderr; IPython's traceback header tells them
     apart from warnings.
     """
-    stderr = page.locator(f"{NOTEBOOK} .jp-OutputArea-output"
-                          "[data-mime-type='application/vnd.jupyter.stderr']")
-    return [text for text in stderr.all_text_contents() if "Traceback" in text]
+    return [text for text in stderr_outputs(page.locator(NOTEBOOK)) if "Traceback" in text]
+
+
+def stderr_outputs(where) -> list[str]:
+    """Texts of the stderr-like outputs (errors, warnings) inside ``where`` (page part or cell)."""
+    stderr = where.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    return stderr.all_text_contents()
 
 
 def output_text(cell) -> str:

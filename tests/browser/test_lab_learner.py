@@ -168,7 +168,10 @@ def test_learner_journey_through_lesson_01(page, lesson_server, screenshot_dir):
     report = lab.output_text(test_cell)
     assert expected_diagnosis() in report, report
     assert "CheckFailed" in report, report
-    assert any("CheckFailed" in error for error in lab.error_outputs(page))
+    # The failure shows as one line under the verdict, not as a traceback into mhalib.
+    shown = lab.stderr_outputs(test_cell)
+    assert any(text.strip().startswith("CheckFailed: attention:") for text in shown), shown
+    assert "Traceback" not in report, report
     lab.bring_into_view(page, test_cell.locator(".mhalib-verdict"))
     shot("diagnosis.png")
 

@@ -73,3 +73,19 @@ def test_ipython_ast_transformer_is_refused():
         assert "an IPython AST transformer was installed" in tampering()
     finally:
         shell.ast_transformers.clear()
+
+
+def test_a_failed_check_shows_one_line_in_ipython_not_a_traceback():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown = []
+    shell._showtraceback = lambda etype, evalue, stb: shown.append(stb)
+    try:
+        shell.run_cell("from mhalib.checks import CheckFailed\n"
+                       "raise CheckFailed('forgot the scale')")
+    finally:
+        InteractiveShell.clear_instance()
+    assert shown and len(shown[-1]) == 1, shown
+    assert "CheckFailed" in shown[-1][0] and "forgot the scale" in shown[-1][0]
+    assert "Traceback" not in shown[-1][0]

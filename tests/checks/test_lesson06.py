@@ -4,36 +4,11 @@ decoder that re-projects the prefix is rejected by the work it does, not only by
 import pytest
 import torch
 
-from mhalib.checks import exercises_of, get_exercise
+from mhalib.checks import get_exercise
 from mhalib.checks.lesson06 import decode_flop_budget
 from mhalib.checks.torch_exercise import case_tensors, count_flops
 from tests.checks import lesson_harness as h
 from tests.checks.answers import lesson06 as answers
-
-EXERCISES = exercises_of("06-gqa")
-MEASURED = {("decode_with_cache", "recomputes_prefix")}  # judged on FLOPs, not on values
-
-
-@pytest.mark.parametrize("exercise,mistake,func", h.mistake_params(answers))
-def test_realistic_mistake_is_rejected_and_named(exercise, mistake, func):
-    h.assert_named(exercise, func, mistake)
-
-
-@pytest.mark.parametrize("exercise,func", h.right_params(answers))
-def test_differently_written_correct_answer_passes(exercise, func):
-    h.assert_accepted(exercise, func)
-
-
-@pytest.mark.parametrize("exercise,mistake", [
-    p for p in h.model_params(EXERCISES) if tuple(p.values) not in MEASURED])
-def test_every_mistake_model_is_reachable(exercise, mistake):
-    h.assert_model_detectable(exercise, mistake)
-    h.assert_model_cannot_pass(exercise, mistake)
-
-
-@pytest.mark.parametrize("exercise,func", h.answer_key_params(answers))
-def test_calling_mhalib_answer_scores_zero(exercise, func):
-    h.assert_answer_key_refused(exercise, func)
 
 
 @pytest.mark.parametrize("exercise,func", h.broken_params(answers))
@@ -41,16 +16,6 @@ def test_numpy_output_is_refused(exercise, func):
     verdict = h.verdict_of(exercise, func, seed=0)
     assert not verdict.passed
     assert "torch.Tensor" in " ".join(verdict.details)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES)
-def test_replaced_numpy_comparison_scores_zero(exercise, monkeypatch):
-    h.assert_tampering_refused(exercise, answers.RIGHT[exercise][0], monkeypatch)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES)
-def test_grading_suite_is_fast(exercise):
-    h.assert_fast(exercise, answers.RIGHT[exercise][0], limit_s=2.0)
 
 
 def test_decoder_that_reruns_the_layer_is_named_too():

@@ -185,3 +185,19 @@ def test_killing_the_grader_process_costs_only_that_notebook(fixture_model):
     assert "sandbox_error" in {i["flag"] for i in first["issues"]}
     assert all(v["points"] == 0 for v in first["verdicts"].values())
     assert all(v["passed"] for v in second["verdicts"].values())
+
+
+def test_a_notebook_imports_modules_the_zygote_did_not_preimport(jail):
+    steps = _run(jail, "import sympy, scipy.special\nprint('imported', sympy.__name__)")
+    assert "imported sympy" in _text(steps[0]), _text(steps[0])
+
+
+def test_a_python_installation_under_tmp_is_bound_again_after_the_fresh_tmp(monkeypatch):
+    monkeypatch.setattr(sandbox_module.sys, "prefix", "/tmp/course/.venv")
+    monkeypatch.setattr(sandbox_module.sys, "exec_prefix", "/tmp/course/.venv")
+    monkeypatch.setattr(sandbox_module.sys, "base_prefix", "/opt/python")
+    monkeypatch.setattr(sandbox_module.sys, "base_exec_prefix", "/opt/python")
+    rebind = sandbox_module.prefixes_under_private_tops()
+    assert rebind == [(f"{sandbox_module.PREFIX_HOLD}/1", "/tmp/course/.venv")]
+    binds = sandbox_module._system_binds()
+    assert binds[-3:] == ["--ro-bind", "/tmp/course/.venv", rebind[0][0]]

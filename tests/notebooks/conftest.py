@@ -97,6 +97,11 @@ def _worker_env() -> dict:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.pop("MHALIB_GRADING", None)  # the test cells must judge in the kernel
     env.setdefault("MPLBACKEND", "Agg")
+    # Two nbgrader workers run beside the pytest workers: one BLAS/OpenMP thread per kernel
+    # keeps the cores from being oversubscribed (spinning BLAS threads made a 6 s lesson take
+    # 120 s once). Full-thread run times are in docs/benchmarks.md (benchmarks/lesson_times.py).
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[variable] = "1"
     return env
 
 

@@ -23,6 +23,9 @@ TIME_BUDGET_S = {"08-heads": 120.0}
 DEFAULT_BUDGET_S = 30.0
 
 nbgrader_run = pytest.mark.nbgrader
+# One xdist worker runs this module: the batched nbgrader run (conftest.py) is a session fixture,
+# and every worker that had some of these tests would grade the whole course again.
+pytestmark = pytest.mark.xdist_group("nbgrader")
 
 
 def notebook_name(assignment: str) -> str:

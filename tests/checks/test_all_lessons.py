@@ -1,0 +1,87 @@
+"""What every lesson's checkers must do, for every exercise of the course.
+
+Each lesson has fixture answers in ``tests/checks/answers/lessonNN.py``: ``WRONG`` (realistic
+mistakes, keyed by the mistake the checker must name), ``RIGHT`` (differently written correct
+answers), ``ANSWER_KEY`` (answers that call mhalib's own solution) and, for some, ``BROKEN``.
+Lesson-specific behaviour is tested in ``test_lessonNN.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from mhalib.checks import LESSONS, exercises_of
+from tests.checks import lesson_harness as h
+
+ANSWERS = {lesson: importlib.import_module(f"tests.checks.answers.lesson{lesson[:2]}")
+           for lesson in LESSONS}
+# Mistake models that a checker recognises from a measurement or from the output's structure,
+# not by recomputing the wrong answer: their own tests are in test_lessonNN.py.
+NOT_RECOMPUTED = {
+    ("mha_flops", "n2_with_d_head"),  # any head count: structural
+    ("decode_with_cache", "recomputes_prefix"),  # judged on FLOPs
+    ("online_softmax_attention", "builds_full_scores"),  # judged on memory
+}
+# Statistical estimators: a mistake model's output is random, so it cannot be recomputed.
+STATISTICAL = {"dot_product_variance"}
+# Seconds one grading-suite judgement may take: a guard against a checker that would make a
+# class take hours, not a performance claim (those are in docs/benchmarks.md).
+GRADING_BUDGET_S = 5.0
+
+
+def _each(params_of) -> list:
+    """Parametrize over all lessons, prefixing ids with the lesson."""
+    params = []
+    for lesson, answers in ANSWERS.items():
+        for param in params_of(lesson, answers):
+            params.append(pytest.param(*param.values, id=f"{lesson[:2]}-{param.id}"))
+    return params
+
+
+def _model_params(lesson, _answers) -> list:
+    exercises = [e for e in exercises_of(lesson) if e not in STATISTICAL]
+    return [p for p in h.model_params(exercises) if tuple(p.values) not in NOT_RECOMPUTED]
+
+
+def _exercise_params(lesson, answers) -> list:
+    return [pytest.param(e, answers.RIGHT[e][0], id=e) for e in exercises_of(lesson)]
+
+
+def test_every_lesson_has_fixture_answers_for_every_exercise():
+    for lesson, answers in ANSWERS.items():
+        for exercise in exercises_of(lesson):
+            assert answers.RIGHT.get(exercise), (lesson, exercise, "no correct fixture")
+            assert answers.WRONG.get(exercise), (lesson, exercise, "no mistake fixture")
+
+
+@pytest.mark.parametrize("exercise,mistake,func", _each(lambda _, a: h.mistake_params(a)))
+def test_realistic_mistake_is_rejected_and_named(exercise, mistake, func):
+    h.assert_named(exercise, func, mistake)
+
+
+@pytest.mark.parametrize("exercise,func", _each(lambda _, a: h.right_params(a)))
+def test_differently_written_correct_answer_passes(exercise, func):
+    h.assert_accepted(exercise, func)
+
+
+@pytest.mark.parametrize("exercise,mistake", _each(_model_params))
+def test_every_mistake_model_is_reachable(exercise, mistake):
+    h.assert_model_detectable(exercise, mistake)
+    h.assert_model_cannot_pass(exercise, mistake)
+
+
+@pytest.mark.parametrize("exercise,func", _each(lambda _, a: h.answer_key_params(a)))
+def test_calling_mhalib_answer_scores_zero(exercise, func):
+    h.assert_answer_key_refused(exercise, func)
+
+
+@pytest.mark.parametrize("exercise,right", _each(_exercise_params))
+def test_replaced_comparison_or_checker_scores_zero(exercise, right, monkeypatch):
+    h.assert_tampering_refused(exercise, right, monkeypatch)
+
+
+@pytest.mark.parametrize("exercise,right", _each(_exercise_params))
+def test_grading_suite_stays_within_budget(exercise, right):
+    h.assert_fast(exercise, right, limit_s=GRADING_BUDGET_S)

@@ -1,0 +1,15 @@
+"""Settings for the whole suite."""
+
+from __future__ import annotations
+
+import os
+
+# Under pytest-xdist the workers, and the kernels, nbgrader runs and sandboxes they start, share
+# the cores. With one BLAS/OpenMP thread each they take turns; with a thread per core each,
+# spinning threads starve one another (a 4 s notebook once took 300 s in the full suite).
+# Set before torch or numpy is imported, so it holds for the workers and everything they start.
+# Nothing here times code: run times at full threads are in docs/benchmarks.md.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
+
