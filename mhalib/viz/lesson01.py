@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
+
 TOY_TOKENS = ("the", "cat", "sat", "on", "the", "mat")
 
 
@@ -64,24 +66,8 @@ def scale_explorer(d_k: int = 4, max_d_k: int = 512, seed: int = 0):
     counts the drawings (for tests).
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     slider = widgets.IntSlider(value=d_k, min=1, max=max_d_k, step=1, description="d_k",
                                continuous_update=False)
     slider.add_class("mhalib-dk-slider")
-    output = widgets.Output()
-    box = widgets.VBox([slider, output])
-    box.slider, box.output, box.redraws = slider, output, 0
-
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig = scale_figure(slider.value, seed=seed)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
-
-    slider.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(lambda: scale_figure(slider.value, seed=seed), slider=slider)

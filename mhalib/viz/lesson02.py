@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
 from mhalib.viz.heatmap import plot_attention
 
 TOKENS = ("<s>", "the", "cat", "sat", "on", "the", "mat", ".")
@@ -93,8 +94,6 @@ def head_explorer(layer: DesignedLayer | None = None):
     counts the drawings.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     layer = designed_layer() if layer is None else layer
     weights = head_weights(layer)  # (H, N, N)
@@ -102,22 +101,13 @@ def head_explorer(layer: DesignedLayer | None = None):
                                             enumerate(layer.head_names)],
                                    value=0, description="head")
     picker.add_class("mhalib-head-picker")
-    output = widgets.Output()
-    box = widgets.VBox([picker, output])
-    box.picker, box.output, box.redraws = picker, output, 0
 
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            ax = plot_attention(weights[picker.value], tokens=layer.tokens,
-                                title=f"head {picker.value}: {layer.head_names[picker.value]}")
-            display(ax.figure)
-            plt.close(ax.figure)
-        box.redraws += 1
+    def draw():
+        head = picker.value
+        return plot_attention(weights[head], tokens=layer.tokens,
+                              title=f"head {head}: {layer.head_names[head]}")
 
-    picker.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(draw, picker=picker)
 
 
 def split_figure(d_model: int = 12, num_heads: int = 3):

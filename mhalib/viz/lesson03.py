@@ -12,6 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
+
 D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
@@ -137,24 +139,8 @@ def saturation_explorer(d_k: int = 16, max_d_k: int = 512, seed: int = 0):
     Returns the widget box with ``box.slider``, ``box.output`` and ``box.redraws``.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     slider = widgets.IntSlider(value=d_k, min=1, max=max_d_k, description="d_k",
                                continuous_update=False)
     slider.add_class("mhalib-dk-slider")
-    output = widgets.Output()
-    box = widgets.VBox([slider, output])
-    box.slider, box.output, box.redraws = slider, output, 0
-
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig = saturation_figure(slider.value, seed=seed)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
-
-    slider.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(lambda: saturation_figure(slider.value, seed=seed), slider=slider)

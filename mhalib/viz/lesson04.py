@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
 from mhalib.viz.heatmap import plot_attention
 
 N = 8
@@ -84,24 +85,8 @@ def mask_explorer(kind: str = "causal"):
     Returns the widget box with ``box.picker``, ``box.output`` and ``box.redraws``.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     picker = widgets.Dropdown(options=list(MASKS), value=kind, description="mask",
                               layout=widgets.Layout(width="480px"))
     picker.add_class("mhalib-mask-picker")
-    output = widgets.Output()
-    box = widgets.VBox([picker, output])
-    box.picker, box.output, box.redraws = picker, output, 0
-
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig = mask_figure(picker.value)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
-
-    picker.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(lambda: mask_figure(picker.value), picker=picker)

@@ -12,6 +12,8 @@ from functools import partial
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
+
 D_MODELS = (64, 128, 256, 512, 768, 1024, 2048, 4096, 8192, 12288, 16384)
 
 
@@ -44,26 +46,11 @@ def crossover_explorer(mha_flops, crossover_seq_len, d_model: int = 768):
     Returns the widget box; ``box.slider``, ``box.output`` and ``box.redraws`` are for tests.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     slider = widgets.SelectionSlider(options=list(D_MODELS), value=d_model,
                                      description="d_model", continuous_update=False)
-    output = widgets.Output()
-    box = widgets.VBox([slider, output])
-    box.slider, box.output, box.redraws = slider, output, 0
-
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig = flops_figure(mha_flops, crossover_seq_len, slider.value)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
-
-    slider.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(lambda: flops_figure(mha_flops, crossover_seq_len, slider.value),
+                           slider=slider)
 
 
 def layer_weights(d_model: int, seed: int = 0):

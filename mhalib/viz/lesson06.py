@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
+
 GIB = 2**30
 CACHE_MODELS = ("GPT-2 small", "Llama-3.1 8B", "Llama-3.1 70B", "Llama-3.1 405B", "Mistral 7B",
                 "Qwen2 7B", "Falcon 7B")
@@ -85,30 +87,15 @@ def kv_cache_explorer(kv_cache_bytes, models: dict, model: str = "Llama-3.1 70B"
     ``box.redraws`` are there for tests.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     names = [name for name in CACHE_MODELS if name in models] or sorted(models)
     choose = widgets.Dropdown(options=names, value=model if model in names else names[0],
                               description="model")
     batch = widgets.IntSlider(value=1, min=1, max=64, description="batch",
                               continuous_update=False)
-    output = widgets.Output()
-    box = widgets.VBox([widgets.HBox([choose, batch]), output])
-    box.model, box.batch, box.output, box.redraws = choose, batch, output, 0
-
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig = kv_cache_figure(kv_cache_bytes, models[choose.value], batch.value)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
-
-    choose.observe(redraw, names="value")
-    batch.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(
+        lambda: kv_cache_figure(kv_cache_bytes, models[choose.value], batch.value),
+        model=choose, batch=batch)
 
 
 def decode_cost_figure(costs: dict):

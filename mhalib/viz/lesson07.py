@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
 from mhalib.viz.lesson05 import single_thread
 
 KERNEL_FILE = Path(__file__).resolve().parent.parent / "kernels" / "triton_flash.py"
@@ -89,28 +90,13 @@ def online_softmax_stepper(block_size: int = 6, n_keys: int = 24, seed: int = 4)
     ``box.slider``, ``box.output`` and ``box.redraws`` are there for tests.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     scores, values = one_row_problem(n_keys, seed)
     count = math.ceil(n_keys / block_size)
     slider = widgets.IntSlider(value=1, min=1, max=count, description="blocks",
                                continuous_update=False)
-    output = widgets.Output()
-    box = widgets.VBox([slider, output])
-    box.slider, box.output, box.redraws = slider, output, 0
-
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig = online_softmax_figure(scores, values, block_size, slider.value)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
-
-    slider.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(
+        lambda: online_softmax_figure(scores, values, block_size, slider.value), slider=slider)
 
 
 # -- memory --------------------------------------------------------------------------------------

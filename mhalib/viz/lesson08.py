@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.viz.explorer import figure_explorer
 from mhalib.viz.heatmap import as_matrix, plot_attention
 
 
@@ -72,33 +73,22 @@ def head_explorer(patterns, tokens=None, scores: dict | None = None):
     """
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
-    from IPython.display import display
 
     patterns = _array(patterns)  # (L, H, N, N)
     layers, heads, n, _ = patterns.shape
     layer = widgets.Dropdown(options=list(range(layers)), value=layers - 1, description="layer")
     head = widgets.Dropdown(options=list(range(heads)), value=0, description="head")
-    output = widgets.Output()
-    box = widgets.VBox([widgets.HBox([layer, head]), output])
-    box.layer, box.head, box.output, box.redraws = layer, head, output, 0
 
-    def redraw(change=None):
-        with output:
-            output.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=(6.5, 5.5), layout="constrained")
-            title = head_label(layer.value, head.value)
-            for name, values in (scores or {}).items():
-                title += f"   {name} {_array(values)[layer.value, head.value]:.2f}"
-            plot_attention(as_matrix(patterns[layer.value, head.value]), ax=ax, title=title,
-                           tokens=tokens, annotate=False)
-            display(fig)
-            plt.close(fig)
-        box.redraws += 1
+    def draw():
+        fig, ax = plt.subplots(figsize=(6.5, 5.5), layout="constrained")
+        title = head_label(layer.value, head.value)
+        for name, values in (scores or {}).items():
+            title += f"   {name} {_array(values)[layer.value, head.value]:.2f}"
+        plot_attention(as_matrix(patterns[layer.value, head.value]), ax=ax, title=title,
+                       tokens=tokens, annotate=False)
+        return fig
 
-    layer.observe(redraw, names="value")
-    head.observe(redraw, names="value")
-    redraw()
-    return box
+    return figure_explorer(draw, layer=layer, head=head)
 
 
 def score_figure(previous, induction):
