@@ -134,12 +134,19 @@ def test_solutions_execute_without_error(assignment, graded_course):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solutions_run_within_the_time_budget(assignment, graded_course):
     notebook = read(graded_course.autograded("solver", assignment, notebook_name(assignment)))
-    stamps = [cell.metadata.get("execution", {}) for cell in notebook.cells
-              if cell.cell_type == "code"]
-    start = min(datetime.fromisoformat(s["iopub.execute_input"]) for s in stamps if s)
-    end = max(datetime.fromisoformat(s["shell.execute_reply"]) for s in stamps if s)
+    cells = [(cell, cell.metadata.get("execution", {})) for cell in notebook.cells
+             if cell.cell_type == "code"]
+    start = min(datetime.fromisoformat(s["iopub.execute_input"]) for _, s in cells if s)
+    end = max(datetime.fromisoformat(s["shell.execute_reply"]) for _, s in cells if s)
     budget = TIME_BUDGET_S.get(assignment, DEFAULT_BUDGET_S)
-    assert (end - start).total_seconds() < budget
+    seconds = (end - start).total_seconds()
+    slowest = sorted(((datetime.fromisoformat(s["shell.execute_reply"])
+                       - datetime.fromisoformat(s["iopub.execute_input"])).total_seconds(),
+                      cell.get("id"), cell.source.splitlines()[0][:60] if cell.source else "")
+                     for cell, s in cells if s)[::-1][:4]
+    assert seconds < budget, (
+        f"{assignment} took {seconds:.1f} s (budget {budget:.0f} s); slowest cells: "
+        + "; ".join(f"{t:.1f} s {cid} {line!r}" for t, cid, line in slowest))
 
 
 @nbgrader_run
