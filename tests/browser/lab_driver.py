@@ -79,11 +79,6 @@ def code_cell_before(page, containing: str):
     return code_cells(page).nth(where[0] - 1)
 
 
-def all_code(page) -> str:
-    """The code of every code cell (one line per cell: CodeMirror lines are run together)."""
-    return "\n".join(code_cells(page).locator(".cm-content").all_text_contents())
-
-
 def set_source(page, cell, code: str) -> None:
     """Replace the code in ``cell`` with ``code``, typed into its editor."""
     cell.scroll_into_view_if_needed()

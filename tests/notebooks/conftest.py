@@ -34,6 +34,7 @@ SHM = "/dev/shm"
 class GradedCourse:
     roots: dict  # (student, assignment) -> scratch course root that graded it
     scores: dict  # (student, assignment) -> {"score", "max_score"}
+    kernel_cpu: dict  # (student, assignment) -> CPU seconds its kernel used
 
     def autograded(self, student: str, assignment: str, notebook: str) -> Path:
         root = self.roots.get((student, assignment))
@@ -133,7 +134,7 @@ def graded_course(request, scratch_dir) -> GradedCourse:
                                    stdout=log, stderr=subprocess.STDOUT, env=_worker_env(),
                                    cwd=root)
         processes.append((root, process, log))
-    roots, scores = {"generated": processes[0][0]}, {}
+    roots, scores, kernel_cpu = {"generated": processes[0][0]}, {}, {}
     for root, process, log in processes:
         try:
             code = process.wait(timeout=WORKER_TIMEOUT_S)
@@ -150,4 +151,6 @@ def graded_course(request, scratch_dir) -> GradedCourse:
             key = (entry["student"], entry["assignment"])
             roots[key] = root
             scores[key] = {"score": entry["score"], "max_score": entry["max_score"]}
-    return GradedCourse(roots, scores)
+        for job, cpu in seconds["kernel_cpu"].items():
+            kernel_cpu[tuple(job.split("/"))] = cpu
+    return GradedCourse(roots, scores, kernel_cpu)

@@ -8,13 +8,16 @@ Workers claim a job by renaming its file into QUEUE_DIR/claimed, so each job run
 worker that finishes early takes more. The course configuration is the repo's
 grading/nbgrader_config.py with only the root and the gradebook moved into COURSE_ROOT. One
 process per worker, so nbgrader is imported once. Writes COURSE_ROOT/scores.json (the jobs this
-worker graded: ``[{"student", "assignment", "score", "max_score"}]``) and seconds.json.
+worker graded: ``[{"student", "assignment", "score", "max_score"}]``) and seconds.json: wall
+seconds of each autograde and, under "kernel_cpu", the CPU seconds its kernel used (the
+kernel is this process's child, reaped when autograde shuts it down).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -47,6 +50,12 @@ def alembic_head() -> str:
     return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
 
 
+def children_cpu_seconds() -> float:
+    """User + system CPU seconds of this process's children that have ended (the kernels)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def claim_jobs(queue: Path):
     """Yield jobs from queue/pending, each claimed by an atomic rename (skips lost races)."""
     claimed = queue / "claimed"
@@ -72,7 +81,7 @@ def main(root: Path, queue: Path) -> int:
     nbgrader.api.get_alembic_version = alembic_head
     config = course_config(root)
     api = NbGraderAPI(config=config)
-    seconds = {"autograde": {}}
+    seconds = {"autograde": {}, "kernel_cpu": {}}
     start = time.perf_counter()
     result = api.generate_assignment("*")
     seconds["generate_assignment"] = round(time.perf_counter() - start, 1)
@@ -82,10 +91,11 @@ def main(root: Path, queue: Path) -> int:
         return 1
     graded = []
     for job in claim_jobs(queue):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), children_cpu_seconds()
         result = api.autograde(job["assignment"], job["student"])
-        seconds["autograde"][f"{job['student']}/{job['assignment']}"] = round(
-            time.perf_counter() - start, 1)
+        key = f"{job['student']}/{job['assignment']}"
+        seconds["autograde"][key] = round(time.perf_counter() - start, 1)
+        seconds["kernel_cpu"][key] = round(children_cpu_seconds() - cpu_start, 2)
         if not result["success"]:
             print(f"nbgrader autograde {job} failed:\n{result.get('error')}\n"
                   f"{result.get('log')}", file=sys.stderr)

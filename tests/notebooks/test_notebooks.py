@@ -18,7 +18,7 @@ from mhalib.checks import LESSONS, NOTEBOOKS, exercises_of
 from mhalib.release import REPO, assignments, normalise
 
 ASSIGNMENTS = assignments()
-# seconds a solutions notebook may take from its first cell to its last (2 CPU cores)
+# CPU seconds a solutions notebook's kernel may use, start-up included
 TIME_BUDGET_S = {"08-heads": 120.0}
 DEFAULT_BUDGET_S = 30.0
 
@@ -133,20 +133,26 @@ def test_solutions_execute_without_error(assignment, graded_course):
 @nbgrader_run
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solutions_run_within_the_time_budget(assignment, graded_course):
+    """The solutions need less CPU than the lesson's budget.
+
+    Judged on the CPU seconds of the kernel (start-up included, one BLAS thread), not on wall
+    time: in this suite other tests share the two cores, and a notebook that needs 15 s once
+    waited 133 s here. Wall times on a quiet machine, all threads, are recorded by
+    benchmarks/lesson_times.py in docs/benchmarks.md.
+    """
     notebook = read(graded_course.autograded("solver", assignment, notebook_name(assignment)))
-    cells = [(cell, cell.metadata.get("execution", {})) for cell in notebook.cells
-             if cell.cell_type == "code"]
-    start = min(datetime.fromisoformat(s["iopub.execute_input"]) for _, s in cells if s)
-    end = max(datetime.fromisoformat(s["shell.execute_reply"]) for _, s in cells if s)
+    cpu = graded_course.kernel_cpu[("solver", assignment)]
+    assert cpu > 0.5, f"{assignment}: the kernel's CPU time was not seen ({cpu} s)"
     budget = TIME_BUDGET_S.get(assignment, DEFAULT_BUDGET_S)
-    seconds = (end - start).total_seconds()
+    cells = [(cell, cell.metadata["execution"]) for cell in notebook.cells
+             if cell.cell_type == "code" and cell.metadata.get("execution")]
     slowest = sorted(((datetime.fromisoformat(s["shell.execute_reply"])
                        - datetime.fromisoformat(s["iopub.execute_input"])).total_seconds(),
                       cell.get("id"), cell.source.splitlines()[0][:60] if cell.source else "")
-                     for cell, s in cells if s)[::-1][:4]
-    assert seconds < budget, (
-        f"{assignment} took {seconds:.1f} s (budget {budget:.0f} s); slowest cells: "
-        + "; ".join(f"{t:.1f} s {cid} {line!r}" for t, cid, line in slowest))
+                     for cell, s in cells)[::-1][:4]
+    assert cpu < budget, (
+        f"{assignment} used {cpu:.1f} CPU seconds (budget {budget:.0f} s); slowest cells "
+        "(wall): " + "; ".join(f"{t:.1f} s {cid} {line!r}" for t, cid, line in slowest))
 
 
 @nbgrader_run
