@@ -21,10 +21,10 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from mhalib.release import run_budget_seconds
+
 REPO = Path(__file__).resolve().parent.parent
 SECTION = "## Lesson run times"
-BUDGET_S = {"08-heads": 120.0}
-DEFAULT_BUDGET_S = 30.0
 
 
 def lesson_notebooks() -> list[Path]:
@@ -58,7 +58,7 @@ def render(rows: list[tuple[str, float, float]]) -> str:
              "notebook runs top to bottom in a fresh kernel (start-up not counted).", "",
              "| lesson | run time | slowest cell | budget |", "|---|---:|---:|---:|"]
     for lesson, seconds, slowest in rows:
-        budget = BUDGET_S.get(lesson, DEFAULT_BUDGET_S)
+        budget = run_budget_seconds(lesson)
         mark = "" if seconds < budget else " (over)"
         lines.append(f"| {lesson} | {seconds:.1f} s{mark} | {slowest:.1f} s | {budget:.0f} s |")
     return "\n".join(lines) + "\n"
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     if args.write_docs:
         write_docs(section, REPO / "docs" / "benchmarks.md")
-    return 0 if all(s < BUDGET_S.get(n, DEFAULT_BUDGET_S) for n, s, _ in rows) else 1
+    return 0 if all(s < run_budget_seconds(n) for n, s, _ in rows) else 1
 
 
 if __name__ == "__main__":

@@ -15,12 +15,9 @@ import nbformat
 import pytest
 
 from mhalib.checks import LESSONS, NOTEBOOKS, exercises_of
-from mhalib.release import REPO, assignments, normalise
+from mhalib.release import REPO, assignments, normalise, run_budget_seconds
 
 ASSIGNMENTS = assignments()
-# CPU seconds a solutions notebook's kernel may use, start-up included
-TIME_BUDGET_S = {"08-heads": 120.0}
-DEFAULT_BUDGET_S = 30.0
 
 nbgrader_run = pytest.mark.nbgrader
 # One xdist worker runs this module: the batched nbgrader run (conftest.py) is a session fixture,
@@ -143,7 +140,7 @@ def test_solutions_run_within_the_time_budget(assignment, graded_course):
     notebook = read(graded_course.autograded("solver", assignment, notebook_name(assignment)))
     cpu = graded_course.kernel_cpu[("solver", assignment)]
     assert cpu > 0.5, f"{assignment}: the kernel's CPU time was not seen ({cpu} s)"
-    budget = TIME_BUDGET_S.get(assignment, DEFAULT_BUDGET_S)
+    budget = run_budget_seconds(assignment)  # here on CPU seconds, start-up included
     cells = [(cell, cell.metadata["execution"]) for cell in notebook.cells
              if cell.cell_type == "code" and cell.metadata.get("execution")]
     slowest = sorted(((datetime.fromisoformat(s["shell.execute_reply"])
