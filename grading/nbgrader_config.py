@@ -6,6 +6,8 @@ notebooks/ (nbgrader's "release"); everything a class produces goes under gradin
 
 import os
 
+from mhalib import course
+
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,11 +22,8 @@ c.CourseDirectory.autograded_directory = os.path.join("grading", "course", "auto
 c.CourseDirectory.feedback_directory = os.path.join("grading", "course", "feedback")
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(COURSE, "gradebook.db")
 
-c.CourseDirectory.db_assignments = [
-    dict(name="01-single-head"), dict(name="02-multi-head"), dict(name="03-scaling"),
-    dict(name="04-masks"), dict(name="05-flops"), dict(name="06-gqa"), dict(name="07-flash"),
-    dict(name="08-heads"),
-]
+# the assignments of the course manifest (mhalib.course), in course order
+c.CourseDirectory.db_assignments = [dict(name=a) for a in course.assignments()]
 
 # Release: no outputs, locked read-only cells, solutions and hidden tests removed.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

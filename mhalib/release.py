@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mhalib import course
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -27,16 +29,16 @@ def tool_env() -> dict:
 
 
 def assignments(solutions_dir: Path = REPO / "solutions") -> list[str]:
-    """Assignment ids that have a source folder in solutions/."""
-    return sorted(p.name for p in solutions_dir.iterdir() if p.is_dir() and
-                  not p.name.startswith("."))
+    """Assignment ids of the course manifest that have a source folder in ``solutions_dir``
+    (a fixture course may hold only some of them)."""
+    return [a for a in course.assignments() if (solutions_dir / a).is_dir()]
 
 
 def run_budget_seconds(assignment: str) -> float:
-    """Seconds a lesson's solutions notebook may take top to bottom on a 2-core CPU (issue 4:
-    30 s, and 2 minutes for 08, which trains a model). The suite holds the kernel's CPU time
-    to it; benchmarks/lesson_times.py holds the wall time on a quiet machine to it."""
-    return 120.0 if assignment == "08-heads" else 30.0
+    """Seconds a lesson's solutions notebook may take top to bottom on a 2-core CPU, as the
+    course manifest sets it. The suite holds the kernel's CPU time to it;
+    benchmarks/lesson_times.py holds the wall time on a quiet machine to it."""
+    return course.lesson(assignment).run_budget_s
 
 
 def normalise(notebook_json: dict) -> str:

@@ -1,7 +1,9 @@
 """What every checker is made of: test cases, a reference, mistake models and a comparison.
 
 A checker is an :class:`Exercise` subclass. The probe side uses ``cases`` and ``call``; the judge
-side uses ``cases``, ``expected``, ``judge_case`` and ``mistakes``. Cases hold only numpy arrays
+side uses ``cases``, ``expected``, ``judge_case`` and ``mistakes`` (each a :class:`Mistake`:
+a :class:`WrongAnswer` recomputed from the case, or a :class:`Symptom` read off the output and
+the measured work). Cases hold only numpy arrays
 and Python values so that the judge can rebuild them from the seed in a clean process.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,11 +22,17 @@ SUITES = ("visible", "hidden", "grading")
 
 @dataclass
 class Case:
-    """One call of the learner's function: positional and keyword arguments plus a label."""
+    """One call of the learner's function: positional and keyword arguments plus a label.
+
+    ``degenerate`` marks a case that wrong answers can pass by accident (a single key, a size-1
+    axis, all-equal inputs, an empty row): it still counts as a check, but passing only such
+    cases never earns partial credit when grading (see mhalib/grading/credit.py).
+    """
 
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
+    degenerate: bool = False
 
     def signature(self) -> str:
         parts = [describe(a) if isinstance(a, np.ndarray) else repr(a) for a in self.args]
@@ -33,13 +41,51 @@ class Case:
         return "(" + ", ".join(parts) + ")"
 
 
-@dataclass
-class Mistake:
-    """A known wrong answer: the reference with one thing wrong, and what to tell the learner."""
+class Mistake(Protocol):
+    """A known slip and what to tell the learner; ``detect`` says whether a failing output shows
+    it. The judge calls ``detect`` only on cases the output got wrong, and keeps no state
+    between calls: everything a mistake needs is in its arguments."""
+
+    name: str
+    message: str
+
+    def detect(self, exercise: Exercise, case: Case, received: Any, meta: dict) -> bool:
+        """True when ``received`` (and the work ``meta`` the probe measured) shows this slip."""
+        ...
+
+
+@dataclass(frozen=True)
+class WrongAnswer:
+    """A slip modelled by recomputing its wrong answer: the reference with one thing wrong.
+
+    Detected where the wrong answer differs from the right one and the learner's output equals
+    it, by the exercise's own comparison (:meth:`Exercise.reproduces`).
+    """
 
     name: str
     message: str
     compute: Callable[[Case], Any]
+
+    def detect(self, exercise: Exercise, case: Case, received: Any, meta: dict) -> bool:
+        return exercise.reproduces(case, self.compute, received)
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """A slip recognised from what the output or the measured work looks like, not by
+    recomputing it: the right output built with N x N memory, FLOPs of a recomputed prefix, a
+    count that fits one head of any width. ``test(case, received, meta)`` says whether it shows.
+    """
+
+    name: str
+    message: str
+    test: Callable[[Case, Any, dict], bool]
+
+    def detect(self, exercise: Exercise, case: Case, received: Any, meta: dict) -> bool:
+        try:
+            return bool(self.test(case, received, meta))
+        except Exception:  # a malformed output never shows a slip, and never crashes the judge
+            return False
 
 
 class Exercise:
@@ -90,9 +136,11 @@ class Exercise:
         """None if ``received`` is right for ``case``; otherwise why not (one sentence)."""
         return difference(self.expected(case), received, self.rtol, self.atol)
 
-    def matches(self, case: Case, mistake: Mistake, received) -> bool:
+    def reproduces(self, case: Case, compute: Callable[[Case], Any], received) -> bool:
+        """True when ``compute`` (a wrong answer) differs from the reference on ``case`` and
+        ``received`` equals it."""
         try:
-            wrong = mistake.compute(case)
+            wrong = compute(case)
         except Exception:
             return False
         if difference(self.expected(case), wrong, self.rtol, self.atol) is None:

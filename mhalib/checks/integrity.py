@@ -14,12 +14,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from mhalib import course
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # functions whose code is the answer key: defined in these sub-packages of mhalib
-_ANSWER_KEY_DIRS = tuple(
-    os.path.join(_PACKAGE_DIR, sub) + os.sep
-    for sub in ("reference", "accounting", "kernels", "nn")
-)
+_ANSWER_KEY_DIRS = tuple(os.path.join(_PACKAGE_DIR, sub) + os.sep
+                         for sub in course.ANSWER_KEY_PACKAGES)
 
 _NUMPY_NAMES = ("allclose", "isclose", "array_equal", "asarray", "array", "abs", "max", "all",
                 "any", "isnan", "isfinite", "sqrt", "exp", "einsum", "matmul", "sum")

@@ -35,12 +35,14 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     failures: list[tuple[str, str]] = []  # (case label, problem)
     mistake_votes: Counter[str] = Counter()
     flags: set[str] = set()
+    general_failed = 0  # failures on cases not marked degenerate (what partial credit counts)
     mistakes = exercise.mistakes()
     for case, result in zip(cases, results):
         status = result.get("status")
         if status != "ok":
             flags.add(status if status in ("error", "timeout", "too_large") else "bad_record")
             failures.append((case.label, _status_problem(status, result.get("error"), case)))
+            general_failed += not getattr(case, "degenerate", False)
             continue
         try:
             problem = exercise.judge_case(case, result.get("output"), result.get("meta") or {})
@@ -49,24 +51,28 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         if problem is None:
             continue
         failures.append((case.label, problem))
+        general_failed += not getattr(case, "degenerate", False)
         for mistake in mistakes:
-            if exercise.matches(case, mistake, result.get("output")):
+            if mistake.detect(exercise, case, result.get("output"), result.get("meta") or {}):
                 mistake_votes[mistake.name] += 1
     total = len(cases)
     passed = total - len(failures)
+    general = sum(not getattr(case, "degenerate", False) for case in cases)
+    counts = {"cases_passed": passed, "cases_total": total,
+              "general_passed": general - general_failed, "general_total": general}
     if not failures:
-        return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.",
-                       cases_passed=passed, cases_total=total)
+        return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.", **counts)
     details = [f"{label}: {problem}" for label, problem in failures]
     if mistake_votes:
         best, _ = mistake_votes.most_common(1)[0]
         message = next(m.message for m in mistakes if m.name == best)
         diagnosis = f"{name}: {message}"
         flags.add(f"mistake:{best}")
+        counts["mistake_cases"] = mistake_votes[best]
     else:
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
-    return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), passed, total)
+    return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
 
 
 def _status_problem(status, error, case) -> str:

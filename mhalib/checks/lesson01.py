@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Case, Exercise, Mistake
+from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 
 # other mhalib functions that compute attention: reaching them from `attention` scores 0
 ATTENTION_KEYS = ("masked_attention", "attend", "tiled_attention", "flash_attention",
@@ -84,28 +84,28 @@ class Softmax(Exercise):
 
     def mistakes(self):
         return [
-            Mistake("no_max_shift", "exp overflows for large logits (you get NaN or inf): "
-                    "subtract the maximum along the axis before np.exp.",
-                    lambda c: _exp_over_sum(c.args[0], _axis(c))),
-            Mistake("global_max_shift", "you subtract the maximum of the whole array, so slices "
-                    "far below it underflow to 0 / 0 = NaN: subtract each slice's own maximum "
-                    "(np.max(x, axis=axis, keepdims=True)).",
-                    lambda c: _global_max_shift(c.args[0], _axis(c))),
-            Mistake("ignores_axis", "the result is normalised along the last axis whatever "
-                    "`axis` says: pass axis (and keepdims=True) to max and sum.",
-                    lambda c: _softmax_last_axis(c.args[0])),
-            Mistake("whole_array", "the whole array sums to 1 instead of each slice along "
-                    "`axis`: reduce with axis=axis, keepdims=True.",
-                    lambda c: _whole_array(c.args[0])),
-            Mistake("sum_over_whole_array", "each slice is shifted by its own maximum but the "
-                    "division uses the sum of the whole array: reduce with axis=axis, "
-                    "keepdims=True.", lambda c: _shifted_whole_sum(c.args[0], _axis(c))),
-            Mistake("sum_no_keepdims", "the sums are divided along the wrong axis: use "
-                    "keepdims=True in the sum so the shapes broadcast per slice.",
-                    lambda c: _sum_without_keepdims(c.args[0], _axis(c))),
-            Mistake("max_no_keepdims", "each slice is shifted by another slice's maximum: use "
-                    "keepdims=True in the max so it broadcasts per slice.",
-                    lambda c: _max_without_keepdims(c.args[0], _axis(c))),
+            WrongAnswer("no_max_shift", "exp overflows for large logits (you get NaN or inf): "
+                        "subtract the maximum along the axis before np.exp.",
+                        lambda c: _exp_over_sum(c.args[0], _axis(c))),
+            WrongAnswer("global_max_shift", "you subtract the maximum of the whole array, so "
+                        "slices far below it underflow to 0 / 0 = NaN: subtract each slice's own "
+                        "maximum (np.max(x, axis=axis, keepdims=True)).",
+                        lambda c: _global_max_shift(c.args[0], _axis(c))),
+            WrongAnswer("ignores_axis", "the result is normalised along the last axis whatever "
+                        "`axis` says: pass axis (and keepdims=True) to max and sum.",
+                        lambda c: _softmax_last_axis(c.args[0])),
+            WrongAnswer("whole_array", "the whole array sums to 1 instead of each slice along "
+                        "`axis`: reduce with axis=axis, keepdims=True.",
+                        lambda c: _whole_array(c.args[0])),
+            WrongAnswer("sum_over_whole_array", "each slice is shifted by its own maximum but the "
+                        "division uses the sum of the whole array: reduce with axis=axis, "
+                        "keepdims=True.", lambda c: _shifted_whole_sum(c.args[0], _axis(c))),
+            WrongAnswer("sum_no_keepdims", "the sums are divided along the wrong axis: use "
+                        "keepdims=True in the sum so the shapes broadcast per slice.",
+                        lambda c: _sum_without_keepdims(c.args[0], _axis(c))),
+            WrongAnswer("max_no_keepdims", "each slice is shifted by another slice's maximum: use "
+                        "keepdims=True in the max so it broadcasts per slice.",
+                        lambda c: _max_without_keepdims(c.args[0], _axis(c))),
         ]
 
 
@@ -189,7 +189,7 @@ class Attention(Exercise):
             Case("one query, many keys", (rng.normal(size=(1, 8)), rng.normal(size=(9, 8)),
                                           rng.normal(size=(9, 4)))),
             Case("a single key", (rng.normal(size=(3, 2)), rng.normal(size=(1, 2)),
-                                  rng.normal(size=(1, 3)))),
+                                  rng.normal(size=(1, 3))), degenerate=True),
         ]
 
     def expected(self, case):
@@ -208,28 +208,28 @@ class Attention(Exercise):
             return weights, out
 
         return [
-            Mistake("no_scale", "the output matches attention without the 1/sqrt(d_k) scale: "
-                    "did you forget to divide the scores by sqrt(d_k)?",
-                    lambda c: _rescaled(*c.args, np.sqrt(d_k(c)))),
-            Mistake("scale_by_d_k", "the scores were divided by d_k instead of sqrt(d_k).",
-                    lambda c: _rescaled(*c.args, 1 / np.sqrt(d_k(c)))),
-            Mistake("scale_by_d_v", "the scale uses d_v (v.shape[-1]) instead of d_k "
-                    "(q.shape[-1]).",
-                    lambda c: _rescaled(*c.args, np.sqrt(d_k(c) / c.args[2].shape[-1]))),
-            Mistake("scale_multiplied", "the scores were multiplied by sqrt(d_k) instead of "
-                    "divided by it.", lambda c: _rescaled(*c.args, d_k(c))),
-            Mistake("softmax_over_queries", "each column sums to 1 instead of each row: the "
-                    "softmax runs over the queries (axis -2) instead of the keys (axis -1).",
-                    lambda c: _weights_over_queries(*c.args)),
-            Mistake("no_max_shift", "large logits overflow to NaN: use a softmax that subtracts "
-                    "the row maximum.", lambda c: _unshifted(*c.args)),
-            Mistake("scale_after_softmax", "the weights were divided by sqrt(d_k) after the "
-                    "softmax, so rows no longer sum to 1: scale the scores before it.",
-                    lambda c: _scale_after_softmax(*c.args)),
-            Mistake("returns_scores", "the second value returned is the scaled scores, not the "
-                    "softmax weights.", scores_instead),
-            Mistake("swapped_outputs", "the two values come back in the wrong order: return "
-                    "(out, weights).", swapped),
+            WrongAnswer("no_scale", "the output matches attention without the 1/sqrt(d_k) scale: "
+                        "did you forget to divide the scores by sqrt(d_k)?",
+                        lambda c: _rescaled(*c.args, np.sqrt(d_k(c)))),
+            WrongAnswer("scale_by_d_k", "the scores were divided by d_k instead of sqrt(d_k).",
+                        lambda c: _rescaled(*c.args, 1 / np.sqrt(d_k(c)))),
+            WrongAnswer("scale_by_d_v", "the scale uses d_v (v.shape[-1]) instead of d_k "
+                        "(q.shape[-1]).",
+                        lambda c: _rescaled(*c.args, np.sqrt(d_k(c) / c.args[2].shape[-1]))),
+            WrongAnswer("scale_multiplied", "the scores were multiplied by sqrt(d_k) instead of "
+                        "divided by it.", lambda c: _rescaled(*c.args, d_k(c))),
+            WrongAnswer("softmax_over_queries", "each column sums to 1 instead of each row: the "
+                        "softmax runs over the queries (axis -2) instead of the keys (axis -1).",
+                        lambda c: _weights_over_queries(*c.args)),
+            WrongAnswer("no_max_shift", "large logits overflow to NaN: use a softmax that "
+                        "subtracts the row maximum.", lambda c: _unshifted(*c.args)),
+            WrongAnswer("scale_after_softmax", "the weights were divided by sqrt(d_k) after the "
+                        "softmax, so rows no longer sum to 1: scale the scores before it.",
+                        lambda c: _scale_after_softmax(*c.args)),
+            WrongAnswer("returns_scores", "the second value returned is the scaled scores, not the "
+                        "softmax weights.", scores_instead),
+            WrongAnswer("swapped_outputs", "the two values come back in the wrong order: return "
+                        "(out, weights).", swapped),
         ]
 
 

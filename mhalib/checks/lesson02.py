@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Case, Exercise, Mistake
+from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 
 # other mhalib functions that compute these answers
 SPLIT_KEYS = ("_split", "_project")
@@ -65,10 +65,10 @@ class SplitHeads(Exercise):
     def hidden_cases(self, rng):
         return [
             Case("num_heads as a keyword", (_activations(rng, 3, 6, 24),), {"num_heads": 4}),
-            Case("one head", (_activations(rng, 2, 3, 6), 1)),
-            Case("d_head = 1", (_activations(rng, 2, 4, 5), 5)),
+            Case("one head", (_activations(rng, 2, 3, 6), 1), degenerate=True),
+            Case("d_head = 1", (_activations(rng, 2, 4, 5), 5), degenerate=True),
             Case("float32", (_activations(rng, 2, 7, 16, np.float32), 8)),
-            Case("one token", (_activations(rng, 2, 1, 12), 3)),
+            Case("one token", (_activations(rng, 2, 1, 12), 3), degenerate=True),
         ]
 
     def expected(self, case):
@@ -79,22 +79,22 @@ class SplitHeads(Exercise):
             return lambda c: split(c.args[0], _heads(c))
 
         return [
-            Mistake("no_transpose", "the heads were made by a plain reshape to (B, H, N, d_head): "
-                    "that slices the flattened (N, d_model) block, mixing tokens into heads. "
-                    "Reshape to (B, N, H, d_head) first, then transpose(0, 2, 1, 3).",
-                    model(_split_plain_reshape)),
-            Mistake("heads_last", "the result is (B, N, H, d_head): the reshape is right, but "
-                    "the transpose(0, 2, 1, 3) that brings the head axis forward is missing.",
-                    model(_split_heads_last)),
-            Mistake("heads_before_batch", "the head axis ended up before the batch axis "
-                    "(H, B, N, d_head): transpose with (0, 2, 1, 3).",
-                    model(_split_heads_first)),
-            Mistake("features_before_tokens", "the last two axes are swapped (B, H, d_head, N): "
-                    "transpose with (0, 2, 1, 3).", model(_split_features_last)),
-            Mistake("strided_heads", "head h got the strided features h, h+H, h+2H, ... "
-                    "(a reshape to (B, N, d_head, H)); it should get the contiguous block "
-                    "h*d_head:(h+1)*d_head, i.e. reshape to (B, N, H, d_head).",
-                    model(_split_strided)),
+            WrongAnswer("no_transpose", "the heads were made by a plain reshape to (B, H, N, "
+                        "d_head): that slices the flattened (N, d_model) block, mixing tokens into "
+                        "heads. Reshape to (B, N, H, d_head) first, then transpose(0, 2, 1, 3).",
+                        model(_split_plain_reshape)),
+            WrongAnswer("heads_last", "the result is (B, N, H, d_head): the reshape is right, but "
+                        "the transpose(0, 2, 1, 3) that brings the head axis forward is missing.",
+                        model(_split_heads_last)),
+            WrongAnswer("heads_before_batch", "the head axis ended up before the batch axis (H, B, "
+                        "N, d_head): transpose with (0, 2, 1, 3).",
+                        model(_split_heads_first)),
+            WrongAnswer("features_before_tokens", "the last two axes are swapped (B, H, d_head, "
+                        "N): transpose with (0, 2, 1, 3).", model(_split_features_last)),
+            WrongAnswer("strided_heads", "head h got the strided features h, h+H, h+2H, ... (a "
+                        "reshape to (B, N, d_head, H)); it should get the contiguous block "
+                        "h*d_head:(h+1)*d_head, i.e. reshape to (B, N, H, d_head).",
+                        model(_split_strided)),
         ]
 
 
@@ -135,10 +135,10 @@ class MergeHeads(Exercise):
 
     def hidden_cases(self, rng):
         return [
-            Case("one head", (rng.normal(size=(2, 1, 4, 6)),)),
-            Case("d_head = 1", (rng.normal(size=(3, 5, 4, 1)),)),
+            Case("one head", (rng.normal(size=(2, 1, 4, 6)),), degenerate=True),
+            Case("d_head = 1", (rng.normal(size=(3, 5, 4, 1)),), degenerate=True),
             Case("float32", (rng.normal(size=(2, 4, 7, 8)).astype(np.float32),)),
-            Case("one token", (rng.normal(size=(2, 3, 1, 4)),)),
+            Case("one token", (rng.normal(size=(2, 3, 1, 4)),), degenerate=True),
             Case("B equal to H", (rng.normal(size=(3, 3, 5, 2)),)),
         ]
 
@@ -147,18 +147,18 @@ class MergeHeads(Exercise):
 
     def mistakes(self):
         return [
-            Mistake("no_transpose", "the heads were merged by a plain reshape of (B, H, N, "
-                    "d_head): tokens and heads get mixed. transpose(0, 2, 1, 3) to (B, N, H, "
-                    "d_head) first, then reshape to (B, N, H * d_head).",
-                    lambda c: _merge_plain_reshape(c.args[0])),
-            Mistake("strided_heads", "the features of the heads are interleaved (feature f of "
-                    "head h at position f*H + h); head h must fill the block "
-                    "h*d_head:(h+1)*d_head.", lambda c: _merge_strided(c.args[0])),
-            Mistake("no_reshape", "the result is still 4-D (B, N, H, d_head): reshape it to "
-                    "(B, N, H * d_head).", lambda c: _merge_no_reshape(c.args[0])),
-            Mistake("batch_and_heads_swapped", "batch and head axes were swapped before the "
-                    "reshape: move the head axis next to d_head with transpose(0, 2, 1, 3).",
-                    lambda c: _merge_heads_major(c.args[0])),
+            WrongAnswer("no_transpose", "the heads were merged by a plain reshape of (B, H, N, "
+                        "d_head): tokens and heads get mixed. transpose(0, 2, 1, 3) to (B, N, H, "
+                        "d_head) first, then reshape to (B, N, H * d_head).",
+                        lambda c: _merge_plain_reshape(c.args[0])),
+            WrongAnswer("strided_heads", "the features of the heads are interleaved (feature f of "
+                        "head h at position f*H + h); head h must fill the block "
+                        "h*d_head:(h+1)*d_head.", lambda c: _merge_strided(c.args[0])),
+            WrongAnswer("no_reshape", "the result is still 4-D (B, N, H, d_head): reshape it to "
+                        "(B, N, H * d_head).", lambda c: _merge_no_reshape(c.args[0])),
+            WrongAnswer("batch_and_heads_swapped", "batch and head axes were swapped before the "
+                        "reshape: move the head axis next to d_head with transpose(0, 2, 1, 3).",
+                        lambda c: _merge_heads_major(c.args[0])),
         ]
 
 
@@ -169,9 +169,10 @@ def _weights(rng, d_model: int, dtype=np.float64) -> list[np.ndarray]:
             for _ in range(4)]
 
 
-def _mha_case(rng, label, batch, n, d_model, heads, dtype=np.float64, spread=1.0) -> Case:
+def _mha_case(rng, label, batch, n, d_model, heads, dtype=np.float64, spread=1.0,
+              degenerate=False) -> Case:
     x = _activations(rng, batch, n, d_model, dtype) * spread
-    return Case(label, (x, *_weights(rng, d_model, dtype), heads))
+    return Case(label, (x, *_weights(rng, d_model, dtype), heads), degenerate=degenerate)
 
 
 def _reference_mha(x, w_q, w_k, w_v, w_o, num_heads):
@@ -208,10 +209,10 @@ class MultiHeadAttention(Exercise):
     def hidden_cases(self, rng):
         return [
             _mha_case(rng, "B=2, N=7, d_model=32, 4 heads", 2, 7, 32, 4, spread=2.0),
-            _mha_case(rng, "one head", 2, 4, 6, 1),
-            _mha_case(rng, "d_head = 1", 1, 5, 6, 6, spread=2.0),
+            _mha_case(rng, "one head", 2, 4, 6, 1, degenerate=True),
+            _mha_case(rng, "d_head = 1", 1, 5, 6, 6, spread=2.0, degenerate=True),
             _mha_case(rng, "float32", 2, 6, 16, 4, np.float32, spread=2.0),
-            _mha_case(rng, "one token", 3, 1, 8, 2),
+            _mha_case(rng, "one token", 3, 1, 8, 2, degenerate=True),
             _mha_case(rng, "large activations", 1, 6, 8, 2, spread=30.0),
         ]
 
@@ -244,28 +245,28 @@ class MultiHeadAttention(Exercise):
             return lambda c: _heads_by(split, merge, *c.args)
 
         return [
-            Mistake("split_without_transpose", "the heads were split by a plain reshape to "
-                    "(B, H, N, d_head), which mixes tokens into heads: reshape to (B, N, H, "
-                    "d_head), then transpose(0, 2, 1, 3) (and undo it the same way).",
-                    heads_by(_split_plain_reshape, _merge_plain_reshape)),
-            Mistake("merge_without_transpose", "the split is right but the heads were merged "
-                    "by a plain reshape of (B, H, N, d_head): transpose(0, 2, 1, 3) first.",
-                    heads_by(_correct_split, _merge_plain_reshape)),
-            Mistake("strided_heads", "head h works on the strided features h, h+H, ... "
-                    "instead of the block h*d_head:(h+1)*d_head.",
-                    heads_by(_split_strided, _merge_strided)),
-            Mistake("no_output_projection", "the output matches multi-head attention without "
-                    "the output projection: multiply the merged heads by w_o.", no_w_o),
-            Mistake("scale_by_d_model", "each head's scores were divided by sqrt(d_model); a "
-                    "head works in d_head = d_model / num_heads dimensions, so divide by "
-                    "sqrt(d_head).", rescaled_queries(lambda c: np.sqrt(1 / c.args[5]))),
-            Mistake("no_scale", "the scores were not divided by sqrt(d_head).",
-                    rescaled_queries(lambda c: np.sqrt(d_head(c)))),
-            Mistake("single_head", "the output matches one head of width d_model: split the "
-                    "projections into num_heads heads before attention.", one_head),
-            Mistake("transposed_weights", "the weights were applied as x @ W.T (nn.Linear's "
-                    "layout); in this course a weight (d_in, d_out) is applied as x @ W.",
-                    transposed),
+            WrongAnswer("split_without_transpose", "the heads were split by a plain reshape to (B, "
+                        "H, N, d_head), which mixes tokens into heads: reshape to (B, N, H, "
+                        "d_head), then transpose(0, 2, 1, 3) (and undo it the same way).",
+                        heads_by(_split_plain_reshape, _merge_plain_reshape)),
+            WrongAnswer("merge_without_transpose", "the split is right but the heads were merged "
+                        "by a plain reshape of (B, H, N, d_head): transpose(0, 2, 1, 3) first.",
+                        heads_by(_correct_split, _merge_plain_reshape)),
+            WrongAnswer("strided_heads", "head h works on the strided features h, h+H, ... instead "
+                        "of the block h*d_head:(h+1)*d_head.",
+                        heads_by(_split_strided, _merge_strided)),
+            WrongAnswer("no_output_projection", "the output matches multi-head attention without "
+                        "the output projection: multiply the merged heads by w_o.", no_w_o),
+            WrongAnswer("scale_by_d_model", "each head's scores were divided by sqrt(d_model); a "
+                        "head works in d_head = d_model / num_heads dimensions, so divide by "
+                        "sqrt(d_head).", rescaled_queries(lambda c: np.sqrt(1 / c.args[5]))),
+            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+                        rescaled_queries(lambda c: np.sqrt(d_head(c)))),
+            WrongAnswer("single_head", "the output matches one head of width d_model: split the "
+                        "projections into num_heads heads before attention.", one_head),
+            WrongAnswer("transposed_weights", "the weights were applied as x @ W.T (nn.Linear's "
+                        "layout); in this course a weight (d_in, d_out) is applied as x @ W.",
+                        transposed),
         ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Case, Exercise, Mistake
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 
 SEED_CASE = "the same seed twice, then another seed"
 # Var(x y) for independent x, y ~ U(0, 1): E[x^2] E[y^2] - (E[x] E[y])^2 = 1/9 - 1/16
@@ -57,7 +57,7 @@ class DotProductVariance(Exercise):
 
     def visible_cases(self, rng):
         return [
-            Case("d_k = 1", (1,)),
+            Case("d_k = 1", (1,), degenerate=True),
             Case("d_k = 16 with 20 000 samples", (16,), {"n_samples": 20_000}),
             Case("d_k = 64 with 10 000 samples, seed=5", (64,), {"n_samples": 10_000, "seed": 5}),
         ]
@@ -103,18 +103,13 @@ class DotProductVariance(Exercise):
                     f"{_n_samples(case)} is within {limit:.3g}), got {value:.6g}")
         return None
 
-    def matches(self, case, mistake, received):
-        if case.label == SEED_CASE:
-            if mistake.name != "ignores_seed" or not isinstance(received, tuple):
-                return False
-            values = [_as_number(r) for r in received]
-            return len(values) == 3 and (values[0] != values[1] or values[0] == values[2])
+    def reproduces(self, case, compute, received):
+        """A statistical match: the learner's estimate lies within sampling error of the value
+        the mistake would estimate, and that value is told apart from the right one."""
         value = _as_number(received)
-        if mistake.name == "ignores_seed" or value is None:
+        if case.label == SEED_CASE or value is None:
             return False
-        if mistake.name == "exact_value":
-            return _is_exact(value, case)
-        wrong = mistake.compute(case)
+        wrong = compute(case)
         right = float(_d_k(case))
         wrong_limit = self.sigmas * _standard_error(case, wrong)
         if abs(wrong - right) <= wrong_limit + self.sigmas * _standard_error(case, right):
@@ -123,27 +118,37 @@ class DotProductVariance(Exercise):
 
     def mistakes(self):
         return [
-            Mistake("scaled", "the value is about 1 for every d_k: that is the variance of the "
-                    "scaled product q . k / sqrt(d_k), or of single products q_i k_i; this "
-                    "exercise asks for the unscaled q . k (sum over the d_k products).",
-                    lambda c: 1.0),
-            Mistake("standard_deviation", "the value is about sqrt(d_k): that is the standard "
-                    "deviation; the variance is its square (np.var, not np.std).",
-                    lambda c: float(np.sqrt(_d_k(c)))),
-            Mistake("scaled_by_d_k", "the value is about 1 / d_k: the products were divided by "
-                    "d_k; measure q . k itself.", lambda c: 1 / _d_k(c)),
-            Mistake("same_vector", "the value is about 2 d_k, the variance of q . q: draw k "
-                    "independently of q.", lambda c: 2.0 * _d_k(c)),
-            Mistake("uniform_draws", "the value matches uniform draws (rng.random): q and k "
-                    "must be standard normal (rng.standard_normal).",
-                    lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),
-            Mistake("exact_value", "the function returns d_k itself; the exercise is to "
-                    "measure the variance by sampling q and k, and see how close it comes.",
-                    lambda c: float(_d_k(c))),
-            Mistake("ignores_seed", "the result does not depend on `seed` the way it should: "
-                    "make the generator with np.random.default_rng(seed) inside the function.",
-                    lambda c: float("nan")),
+            WrongAnswer("scaled", "the value is about 1 for every d_k: that is the variance of the "
+                        "scaled product q . k / sqrt(d_k), or of single products q_i k_i; this "
+                        "exercise asks for the unscaled q . k (sum over the d_k products).",
+                        lambda c: 1.0),
+            WrongAnswer("standard_deviation", "the value is about sqrt(d_k): that is the standard "
+                        "deviation; the variance is its square (np.var, not np.std).",
+                        lambda c: float(np.sqrt(_d_k(c)))),
+            WrongAnswer("scaled_by_d_k", "the value is about 1 / d_k: the products were divided by "
+                        "d_k; measure q . k itself.", lambda c: 1 / _d_k(c)),
+            WrongAnswer("same_vector", "the value is about 2 d_k, the variance of q . q: draw k "
+                        "independently of q.", lambda c: 2.0 * _d_k(c)),
+            WrongAnswer("uniform_draws", "the value matches uniform draws (rng.random): q and k "
+                        "must be standard normal (rng.standard_normal).",
+                        lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),
+            Symptom("exact_value", "the function returns d_k itself; the exercise is to measure "
+                    "the variance by sampling q and k, and see how close it comes.",
+                    lambda c, received, meta: c.label != SEED_CASE
+                    and _as_number(received) is not None and _is_exact(_as_number(received), c)),
+            Symptom("ignores_seed", "the result does not depend on `seed` the way it should: make "
+                    "the generator with np.random.default_rng(seed) inside the function.",
+                    lambda c, received, meta: c.label == SEED_CASE and _seed_ignored(received)),
         ]
+
+
+def _seed_ignored(received) -> bool:
+    """The seed case's three calls (seed, seed again, seed + 1) show the seed is not used:
+    the same seed gave two values, or a different seed the same one."""
+    if not isinstance(received, tuple) or len(received) != 3:
+        return False
+    first, again, other = (_as_number(r) for r in received)
+    return first != again or first == other
 
 
 # -- softmax_entropy ---------------------------------------------------------------------------
@@ -206,23 +211,23 @@ class SoftmaxEntropy(Exercise):
             return lambda c: transform(answer_key("softmax_entropy")(c.args[0], _axis(c)), c)
 
         return [
-            Mistake("bits", "the values are the entropy in bits (log base 2); use the natural "
-                    "log (np.log) for nats.", with_reference(lambda h, c: h / np.log(2))),
-            Mistake("log10", "the values use log base 10; use the natural log (np.log).",
-                    with_reference(lambda h, c: h / np.log(10))),
-            Mistake("nan_for_zeros", "0 * log(0) gave NaN: a zero weight contributes 0 to the "
-                    "entropy (use np.where, or log only where p > 0).",
-                    lambda c: -np.sum(_entropy_terms(c.args[0]), axis=_axis(c))),
-            Mistake("no_minus_sign", "the values are negative: entropy is minus the sum of "
-                    "p log p.", with_reference(lambda h, c: -h)),
-            Mistake("mean_not_sum", "the values are the entropy divided by the number of keys: "
-                    "sum the terms -p log p, do not average them.",
-                    with_reference(lambda h, c: h / c.args[0].shape[_axis(c)])),
-            Mistake("ignores_axis", "the entropy was taken along the last axis whatever `axis` "
-                    "says.", lambda c: answer_key("softmax_entropy")(c.args[0], -1)),
-            Mistake("whole_array", "the whole array was summed into one number: sum along "
-                    "`axis` only.", lambda c: np.asarray(
-                        answer_key("softmax_entropy")(c.args[0].reshape(-1), -1))),
+            WrongAnswer("bits", "the values are the entropy in bits (log base 2); use the natural "
+                        "log (np.log) for nats.", with_reference(lambda h, c: h / np.log(2))),
+            WrongAnswer("log10", "the values use log base 10; use the natural log (np.log).",
+                        with_reference(lambda h, c: h / np.log(10))),
+            WrongAnswer("nan_for_zeros", "0 * log(0) gave NaN: a zero weight contributes 0 to the "
+                        "entropy (use np.where, or log only where p > 0).",
+                        lambda c: -np.sum(_entropy_terms(c.args[0]), axis=_axis(c))),
+            WrongAnswer("no_minus_sign", "the values are negative: entropy is minus the sum of p "
+                        "log p.", with_reference(lambda h, c: -h)),
+            WrongAnswer("mean_not_sum", "the values are the entropy divided by the number of keys: "
+                        "sum the terms -p log p, do not average them.",
+                        with_reference(lambda h, c: h / c.args[0].shape[_axis(c)])),
+            WrongAnswer("ignores_axis", "the entropy was taken along the last axis whatever `axis` "
+                        "says.", lambda c: answer_key("softmax_entropy")(c.args[0], -1)),
+            WrongAnswer("whole_array", "the whole array was summed into one number: sum along "
+                        "`axis` only.", lambda c: np.asarray(
+                            answer_key("softmax_entropy")(c.args[0].reshape(-1), -1))),
         ]
 
 
@@ -243,10 +248,10 @@ class SoftmaxJacobian(Exercise):
 
     def hidden_cases(self, rng):
         return [
-            Case("one-hot p (saturated)", (np.eye(6)[2],)),
+            Case("one-hot p (saturated)", (np.eye(6)[2],), degenerate=True),
             Case("uniform p", (np.full(4, 0.25),)),
             Case("float32", (_probabilities(rng, 7, dtype=np.float32),)),
-            Case("a single key", (np.ones(1),)),
+            Case("a single key", (np.ones(1),), degenerate=True),
             Case("p with zeros", (_probabilities(rng, 8, zeros=0.4),)),
             Case("40 keys", (_probabilities(rng, 40),)),
         ]
@@ -266,22 +271,22 @@ class SoftmaxJacobian(Exercise):
             return e / e.sum()
 
         return [
-            Mistake("outer_only", "the result is -p p^T only: the diagonal also has the term "
-                    "p_i from the derivative of exp(x_i) (J = diag(p) - p p^T).",
-                    lambda c: -np.outer(p(c), p(c))),
-            Mistake("diagonal_only", "only the diagonal is filled: the off-diagonal entries are "
-                    "-p_i p_j (J = diag(p) - p p^T).",
-                    lambda c: np.diag(np.diag(reference(c)))),
-            Mistake("diag_p_only", "the result is diag(p): the term - p p^T is missing.",
-                    lambda c: np.diag(p(c))),
-            Mistake("sign_flipped", "every entry has the wrong sign: J = diag(p) - p p^T, not "
-                    "p p^T - diag(p).", lambda c: -reference(c)),
-            Mistake("outer_positive", "the result is +p p^T: J = diag(p) - p p^T.",
-                    lambda c: np.outer(p(c), p(c))),
-            Mistake("softmax_of_p", "the Jacobian was taken at softmax(p): p is already the "
-                    "probability vector, use it directly.",
-                    lambda c: np.diag(softmax_of(p(c))) - np.outer(softmax_of(p(c)),
-                                                                   softmax_of(p(c)))),
+            WrongAnswer("outer_only", "the result is -p p^T only: the diagonal also has the term "
+                        "p_i from the derivative of exp(x_i) (J = diag(p) - p p^T).",
+                        lambda c: -np.outer(p(c), p(c))),
+            WrongAnswer("diagonal_only", "only the diagonal is filled: the off-diagonal entries "
+                        "are -p_i p_j (J = diag(p) - p p^T).",
+                        lambda c: np.diag(np.diag(reference(c)))),
+            WrongAnswer("diag_p_only", "the result is diag(p): the term - p p^T is missing.",
+                        lambda c: np.diag(p(c))),
+            WrongAnswer("sign_flipped", "every entry has the wrong sign: J = diag(p) - p p^T, not "
+                        "p p^T - diag(p).", lambda c: -reference(c)),
+            WrongAnswer("outer_positive", "the result is +p p^T: J = diag(p) - p p^T.",
+                        lambda c: np.outer(p(c), p(c))),
+            WrongAnswer("softmax_of_p", "the Jacobian was taken at softmax(p): p is already the "
+                        "probability vector, use it directly.",
+                        lambda c: np.diag(softmax_of(p(c))) - np.outer(softmax_of(p(c)),
+                                                                       softmax_of(p(c)))),
         ]
 
 

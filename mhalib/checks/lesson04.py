@@ -12,7 +12,7 @@ import numpy as np
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
-from mhalib.checks.exercise import Case, Exercise, Mistake
+from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 
 MASKED_ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "triton_flash_attention",
                          "online_softmax_attention", "_attention", "grouped_query_attention",
@@ -43,8 +43,8 @@ class CausalMask(Exercise):
     def hidden_cases(self, rng):
         n = int(rng.integers(6, 10))
         return [
-            Case("one query decoding against 8 keys", (1, 8)),
-            Case("a single position", (1,)),
+            Case("one query decoding against 8 keys", (1, 8), degenerate=True),
+            Case("a single position", (1,), degenerate=True),
             Case(f"n_q = n_k = {n} given explicitly", (n, n)),
             Case("2 queries over 9 keys", (2, 9)),
             Case("more queries than keys (5, 3)", (5, 3)),
@@ -62,27 +62,27 @@ class CausalMask(Exercise):
             return compute
 
         return [
-            Mistake("strict", "the diagonal is missing: a query may attend its own position "
-                    "(j <= i, not j < i).", shifted(-1)),
-            Mistake("top_left", "the mask is aligned top-left: when n_q < n_k the queries are "
-                    "the LAST n_q positions, so query i may attend keys j <= i + n_k - n_q "
-                    "(np.tril(..., k=n_k - n_q)).",
-                    lambda c: np.tril(np.ones(_sizes(c), dtype=bool))),
-            Mistake("inverted", "True marks the future here; in this course True means 'may "
-                    "attend' (the convention of F.scaled_dot_product_attention).",
-                    lambda c: ~_causal(*_sizes(c))),
-            Mistake("upside_down", "the mask is upside down: the upper triangle (np.triu) lets "
-                    "each query see the future; keep the lower triangle (np.tril).",
-                    lambda c: np.triu(np.ones(_sizes(c), dtype=bool), k=_sizes(c)[1]
-                                      - _sizes(c)[0])),
-            Mistake("transposed", "the mask is transposed: rows are queries (n_q) and columns "
-                    "keys (n_k).", lambda c: _causal(*_sizes(c)).T),
-            Mistake("not_boolean", "the mask holds numbers (np.tril(np.ones(...)) is float): "
-                    "return a boolean array, e.g. with .astype(bool).",
-                    lambda c: _causal(*_sizes(c)).astype(np.float64)),
-            Mistake("ignores_n_k", "the mask is (n_q, n_q) whatever n_k is: use n_k keys "
-                    "(n_k defaults to n_q only when it is None).",
-                    lambda c: _causal(_sizes(c)[0])),
+            WrongAnswer("strict", "the diagonal is missing: a query may attend its own position (j "
+                        "<= i, not j < i).", shifted(-1)),
+            WrongAnswer("top_left", "the mask is aligned top-left: when n_q < n_k the queries are "
+                        "the LAST n_q positions, so query i may attend keys j <= i + n_k - n_q "
+                        "(np.tril(..., k=n_k - n_q)).",
+                        lambda c: np.tril(np.ones(_sizes(c), dtype=bool))),
+            WrongAnswer("inverted", "True marks the future here; in this course True means 'may "
+                        "attend' (the convention of F.scaled_dot_product_attention).",
+                        lambda c: ~_causal(*_sizes(c))),
+            WrongAnswer("upside_down", "the mask is upside down: the upper triangle (np.triu) lets "
+                        "each query see the future; keep the lower triangle (np.tril).",
+                        lambda c: np.triu(np.ones(_sizes(c), dtype=bool), k=_sizes(c)[1]
+                                          - _sizes(c)[0])),
+            WrongAnswer("transposed", "the mask is transposed: rows are queries (n_q) and columns "
+                        "keys (n_k).", lambda c: _causal(*_sizes(c)).T),
+            WrongAnswer("not_boolean", "the mask holds numbers (np.tril(np.ones(...)) is float): "
+                        "return a boolean array, e.g. with .astype(bool).",
+                        lambda c: _causal(*_sizes(c)).astype(np.float64)),
+            WrongAnswer("ignores_n_k", "the mask is (n_q, n_q) whatever n_k is: use n_k keys (n_k "
+                        "defaults to n_q only when it is None).",
+                        lambda c: _causal(_sizes(c)[0])),
         ]
 
 
@@ -111,7 +111,7 @@ class PaddingMask(Exercise):
         n = int(rng.integers(5, 9))
         return [
             Case("an empty sequence (length 0)", (np.array([0, 3, 4]), 4)),
-            Case("no padding at all", (np.array([6, 6]), 6)),
+            Case("no padding at all", (np.array([6, 6]), 6), degenerate=True),
             Case("one sequence", (np.array([2]), 7)),
             Case("int32 lengths", (rng.integers(0, n + 1, size=batch).astype(np.int32), n)),
             Case("lengths as a list", ([1, 4, 2], 4)),
@@ -122,21 +122,22 @@ class PaddingMask(Exercise):
 
     def mistakes(self):
         return [
-            Mistake("inverted", "True marks the padding here; in this course True means 'may "
-                    "attend', so True where j < lengths[b].", lambda c: ~_keep(c)[:, None, None]),
-            Mistake("off_by_one", "one padded position too many is allowed: key j is real "
-                    "when j < lengths[b], not j <= lengths[b].",
-                    lambda c: (np.arange(c.args[1])[None, :]
-                               <= _lengths(c)[:, None])[:, None, None]),
-            Mistake("flat_shape", "the mask has shape (B, n); it must be (B, 1, 1, n) so that "
-                    "it broadcasts against scores (B, H, N_q, N_k).", _keep),
-            Mistake("three_dims", "the mask has shape (B, 1, n); it must be (B, 1, 1, n) (one "
-                    "axis for the heads, one for the queries).", lambda c: _keep(c)[:, None]),
-            Mistake("masks_queries", "the mask is (B, 1, n, 1): it masks query rows; padding "
-                    "removes KEYS, so the last axis must be n: (B, 1, 1, n).",
-                    lambda c: _keep(c)[:, None, :, None]),
-            Mistake("not_boolean", "the mask holds numbers: return a boolean array.",
-                    lambda c: _keep(c)[:, None, None].astype(np.int64)),
+            WrongAnswer("inverted", "True marks the padding here; in this course True means 'may "
+                        "attend', so True where j < lengths[b].",
+                        lambda c: ~_keep(c)[:, None, None]),
+            WrongAnswer("off_by_one", "one padded position too many is allowed: key j is real when "
+                        "j < lengths[b], not j <= lengths[b].",
+                        lambda c: (np.arange(c.args[1])[None, :]
+                                   <= _lengths(c)[:, None])[:, None, None]),
+            WrongAnswer("flat_shape", "the mask has shape (B, n); it must be (B, 1, 1, n) so that "
+                        "it broadcasts against scores (B, H, N_q, N_k).", _keep),
+            WrongAnswer("three_dims", "the mask has shape (B, 1, n); it must be (B, 1, 1, n) (one "
+                        "axis for the heads, one for the queries).", lambda c: _keep(c)[:, None]),
+            WrongAnswer("masks_queries", "the mask is (B, 1, n, 1): it masks query rows; padding "
+                        "removes KEYS, so the last axis must be n: (B, 1, 1, n).",
+                        lambda c: _keep(c)[:, None, :, None]),
+            WrongAnswer("not_boolean", "the mask holds numbers: return a boolean array.",
+                        lambda c: _keep(c)[:, None, None].astype(np.int64)),
         ]
 
 
@@ -245,17 +246,18 @@ class MaskedAttention(Exercise):
             Case("logits of about 1e4", (big_q, big_k, rng.normal(size=(6, 3)), allowed)),
             Case("a mask of shape (N_k,)", (*rng.normal(size=(3, 2, 4, 4)),
                                             np.array([True, False, True, True]))),
-            Case("every key allowed", (*rng.normal(size=(3, 4, 6)), np.ones((4, 4), bool))),
+            Case("every key allowed", (*rng.normal(size=(3, 4, 6)), np.ones((4, 4), bool)),
+                 degenerate=True),
         ]
 
     def expected(self, case):
         return _reference(*case.args)
 
-    def matches(self, case, mistake, received):
-        if super().matches(case, mistake, received):
+    def reproduces(self, case, compute, received):
+        if super().reproduces(case, compute, received):
             return True
         try:
-            variant = _nan_rows(mistake.compute(case))
+            variant = _nan_rows(compute(case))
         except Exception:
             return False
         return (variant is not None and difference(self.expected(case), variant) is not None
@@ -269,32 +271,32 @@ class MaskedAttention(Exercise):
             return compute
 
         return [
-            Mistake("nan_on_empty_rows", "a row with no allowed key came out as NaN (every "
-                    "score is -inf, so the softmax divides 0 by 0): give such rows zero "
-                    "weights and a zero output.",
-                    lambda c: _with_rows(*c.args, fill="nan")),
-            Mistake("finite_fill_on_empty_rows", "a row with no allowed key averages all the "
-                    "values: with a finite fill (-1e9) its softmax is uniform; the contract "
-                    "wants zero weights and a zero output there.",
-                    lambda c: _with_rows(*c.args, fill="uniform")),
-            Mistake("shift_by_masked_max", "the scores were shifted by the maximum over all "
-                    "keys, masked ones included; with large logits the allowed keys underflow "
-                    "to 0. Set masked scores to -inf first, then shift by the row maximum.",
-                    lambda c: _shift_by_all_keys(*c.args)),
-            Mistake("mask_after_softmax", "the mask was applied to the weights after the "
-                    "softmax, so allowed weights no longer sum to 1: set masked scores to -inf "
-                    "BEFORE the softmax.", lambda c: _masked_after_softmax(*c.args)),
-            Mistake("zero_fill", "masked scores were set to 0 (masked_fill with 0), which still "
-                    "gives masked keys weight: fill them with -inf.",
-                    lambda c: _zero_fill(*c.args)),
-            Mistake("inverted_mask", "the mask was used inverted: in this course True means "
-                    "'may attend', so keep the scores where the mask is True.",
-                    reference_with(lambda q, k, v, m: (q, k, v, ~m))),
-            Mistake("ignores_mask", "the output matches attention without any mask: apply the "
-                    "mask to the scores before the softmax.",
-                    reference_with(lambda q, k, v, m: (q, k, v, np.ones_like(m)))),
-            Mistake("no_scale", "the scores were not divided by sqrt(d_k).",
-                    reference_with(lambda q, k, v, m: (q * np.sqrt(q.shape[-1]), k, v, m))),
+            WrongAnswer("nan_on_empty_rows", "a row with no allowed key came out as NaN (every "
+                        "score is -inf, so the softmax divides 0 by 0): give such rows zero "
+                        "weights and a zero output.",
+                        lambda c: _with_rows(*c.args, fill="nan")),
+            WrongAnswer("finite_fill_on_empty_rows", "a row with no allowed key averages all the "
+                        "values: with a finite fill (-1e9) its softmax is uniform; the contract "
+                        "wants zero weights and a zero output there.",
+                        lambda c: _with_rows(*c.args, fill="uniform")),
+            WrongAnswer("shift_by_masked_max", "the scores were shifted by the maximum over all "
+                        "keys, masked ones included; with large logits the allowed keys underflow "
+                        "to 0. Set masked scores to -inf first, then shift by the row maximum.",
+                        lambda c: _shift_by_all_keys(*c.args)),
+            WrongAnswer("mask_after_softmax", "the mask was applied to the weights after the "
+                        "softmax, so allowed weights no longer sum to 1: set masked scores to -inf "
+                        "BEFORE the softmax.", lambda c: _masked_after_softmax(*c.args)),
+            WrongAnswer("zero_fill", "masked scores were set to 0 (masked_fill with 0), which "
+                        "still gives masked keys weight: fill them with -inf.",
+                        lambda c: _zero_fill(*c.args)),
+            WrongAnswer("inverted_mask", "the mask was used inverted: in this course True means "
+                        "'may attend', so keep the scores where the mask is True.",
+                        reference_with(lambda q, k, v, m: (q, k, v, ~m))),
+            WrongAnswer("ignores_mask", "the output matches attention without any mask: apply the "
+                        "mask to the scores before the softmax.",
+                        reference_with(lambda q, k, v, m: (q, k, v, np.ones_like(m)))),
+            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_k).",
+                        reference_with(lambda q, k, v, m: (q * np.sqrt(q.shape[-1]), k, v, m))),
         ]
 
 

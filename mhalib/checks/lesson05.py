@@ -9,7 +9,7 @@ instead of all heads', and parameter counts with the biases wrong.
 from __future__ import annotations
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Case, Exercise, Mistake
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 
 EXACT = {"rtol": 1e-9, "atol": 0.0}
 
@@ -70,27 +70,22 @@ class MhaFlops(Exercise):
             return lambda c: pick(_flops(*self._nd(c), **knobs))
 
         return [
-            Mistake("multiply_add_as_one", "every count is half the expected: a multiply-add is "
-                    "2 FLOPs (one multiply, one add), so an (m, k) @ (k, n) product costs "
-                    "2 m k n.", model(per_mac=1)),
-            Mistake("no_output_projection", "the total leaves out the output projection "
-                    "(concat of the heads) @ W_O, another 2 N d_model^2.",
-                    model(_only("total"), output=False)),
-            Mistake("one_projection", "qkv_projections counts one projection: Q, K and V are "
-                    "three (N, d) @ (d, d) products, 3 * 2 N d^2.",
-                    model(_only("qkv_projections"), projections=1)),
-            Mistake("n2_with_d_head", "the N^2 terms look like one head's work (2 N^2 d_head): "
-                    "H heads of width d_head = d_model / H together do 2 N^2 d_model.",
-                    lambda c: None),
-            Mistake("one_n2_term", "the total has only one N^2 term: the scores Q K^T and the "
-                    "weighted sum weights @ V each cost 2 N^2 d_model.",
-                    model(_only("total"), n2_terms=1)),
+            WrongAnswer("multiply_add_as_one", "every count is half the expected: a multiply-add "
+                        "is 2 FLOPs (one multiply, one add), so an (m, k) @ (k, n) product costs 2 "
+                        "m k n.", model(per_mac=1)),
+            WrongAnswer("no_output_projection", "the total leaves out the output projection "
+                        "(concat of the heads) @ W_O, another 2 N d_model^2.",
+                        model(_only("total"), output=False)),
+            WrongAnswer("one_projection", "qkv_projections counts one projection: Q, K and V are "
+                        "three (N, d) @ (d, d) products, 3 * 2 N d^2.",
+                        model(_only("qkv_projections"), projections=1)),
+            Symptom("n2_with_d_head", "the N^2 terms look like one head's work (2 N^2 d_head): H "
+                    "heads of width d_head = d_model / H together do 2 N^2 d_model.",
+                    lambda c, received, meta: _looks_per_head(self._nd(c), received)),
+            WrongAnswer("one_n2_term", "the total has only one N^2 term: the scores Q K^T and the "
+                        "weighted sum weights @ V each cost 2 N^2 d_model.",
+                        model(_only("total"), n2_terms=1)),
         ]
-
-    def matches(self, case, mistake, received):
-        if mistake.name == "n2_with_d_head":
-            return _looks_per_head(self._nd(case), received)
-        return super().matches(case, mistake, received)
 
 
 def _looks_per_head(nd, received) -> bool:
@@ -126,13 +121,14 @@ class CrossoverSeqLen(Exercise):
             return lambda c: factor * (c.args[0] if c.args else c.kwargs["d_model"])
 
         return [
-            Mistake("crossover_d_model", "that is d_model: setting 4 N^2 d equal to 8 N d^2 gives "
-                    "N = 2 d_model (both N^2 terms against all four projections).", times(1)),
-            Mistake("no_output_projection", "that solves 4 N^2 d = 6 N d^2 (the output "
-                    "projection left out); with it, 4 N^2 d = 8 N d^2 and N = 2 d_model.",
-                    times(1.5)),
-            Mistake("one_n2_term", "that solves 2 N^2 d = 8 N d^2 (one N^2 term); the scores "
-                    "and the weighted sum both grow like N^2, so N = 2 d_model.", times(4)),
+            WrongAnswer("crossover_d_model", "that is d_model: setting 4 N^2 d equal to 8 N d^2 "
+                        "gives N = 2 d_model (both N^2 terms against all four projections).",
+                        times(1)),
+            WrongAnswer("no_output_projection", "that solves 4 N^2 d = 6 N d^2 (the output "
+                        "projection left out); with it, 4 N^2 d = 8 N d^2 and N = 2 d_model.",
+                        times(1.5)),
+            WrongAnswer("one_n2_term", "that solves 2 N^2 d = 8 N d^2 (one N^2 term); the scores "
+                        "and the weighted sum both grow like N^2, so N = 2 d_model.", times(4)),
         ]
 
 
@@ -150,7 +146,7 @@ class MhaParamCount(Exercise):
         return [
             Case("a random width, bias=True", (int(rng.integers(2, 300)) * 4,), {"bias": True}),
             Case("bias passed positionally", (512, False)),
-            Case("d_model=1", (1,)),
+            Case("d_model=1", (1,), degenerate=True),
             Case("d_model=16384, no bias (Llama-3.1 405B-sized MHA)", (16384,),
                  {"bias": False}),
         ]
@@ -169,17 +165,17 @@ class MhaParamCount(Exercise):
             return compute
 
         return [
-            Mistake("no_bias", "with bias=True each of the four projections also has a bias "
-                    "vector of d_model entries: add 4 d_model.", count(force=False)),
-            Mistake("bias_ignores_flag", "with bias=False there are no bias vectors: only "
-                    "the 4 d_model^2 weights.", count(force=True)),
-            Mistake("bias_d_squared", "a bias is a vector of d_model entries, not a d_model x "
-                    "d_model matrix.", count(bias_size="d^2")),
-            Mistake("three_matrices", "W_O was left out: attention has four d_model x d_model "
-                    "matrices (W_Q, W_K, W_V, W_O), each with a bias.",
-                    count(weights=3, biases=3)),
-            Mistake("no_output_bias", "the output projection has a bias too: 4 biases of "
-                    "d_model entries.", count(biases=3)),
+            WrongAnswer("no_bias", "with bias=True each of the four projections also has a bias "
+                        "vector of d_model entries: add 4 d_model.", count(force=False)),
+            WrongAnswer("bias_ignores_flag", "with bias=False there are no bias vectors: only the "
+                        "4 d_model^2 weights.", count(force=True)),
+            WrongAnswer("bias_d_squared", "a bias is a vector of d_model entries, not a d_model x "
+                        "d_model matrix.", count(bias_size="d^2")),
+            WrongAnswer("three_matrices", "W_O was left out: attention has four d_model x d_model "
+                        "matrices (W_Q, W_K, W_V, W_O), each with a bias.",
+                        count(weights=3, biases=3)),
+            WrongAnswer("no_output_bias", "the output projection has a bias too: 4 biases of "
+                        "d_model entries.", count(biases=3)),
         ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import online_softmax_variant
-from mhalib.checks.exercise import Mistake
+from mhalib.checks.exercise import Symptom, WrongAnswer
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -43,13 +43,16 @@ def memory_limit(case) -> int | None:
     return batch * heads * n_q * n_k
 
 
+def builds_full_scores(case, meta: dict) -> bool:
+    """The probe measured a tensor as large as the whole (B, H, N_q, N_k) score matrix."""
+    limit, numel = memory_limit(case), meta.get("largest_numel")
+    return limit is not None and isinstance(numel, int) and numel >= limit
+
+
 class OnlineSoftmaxAttention(TorchExercise):
     name = "online_softmax_attention"
     assignment = "07-flash"
     answer_key_names = ("tiled_attention", "flash_attention", "attend")
-
-    def __init__(self):
-        self._last_meta: dict = {}
 
     def visible_cases(self, rng):
         return [
@@ -71,7 +74,7 @@ class OnlineSoftmaxAttention(TorchExercise):
             TorchCase("float64, blocks of 1", qkv(rng, 1, 1, 12, 12, 4),
                       {"block_size": 1, "causal": True}, dtype="float64"),
             TorchCase("block_size larger than N", qkv(rng, 2, 1, 20, 20, 8),
-                      {"block_size": 128}),
+                      {"block_size": 128}, degenerate=True),
             TorchCase("float16, N=128 in blocks of 32", qkv(rng, 1, 2, 128, 128, 16),
                       {"block_size": 32}, dtype="float16"),
             TorchCase("bfloat16, causal", qkv(rng, 1, 2, 96, 96, 8),
@@ -90,21 +93,13 @@ class OnlineSoftmaxAttention(TorchExercise):
         return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def judge_case(self, case, received, meta):
-        limit = memory_limit(case)
-        numel = meta.get("largest_numel")
-        too_big = limit is not None and isinstance(numel, int) and numel >= limit
-        self._last_meta = {"too_big": too_big}
         problem = super().judge_case(case, received, meta)
-        if problem is None and too_big:
+        if problem is None and builds_full_scores(case, meta):
+            limit, numel = memory_limit(case), meta.get("largest_numel")
             return (f"right output, but it allocated a tensor of shape "
                     f"{tuple(meta.get('largest_shape') or ())} ({numel:,} elements), as big as "
                     f"the whole (B, H, N_q, N_k) score matrix ({limit:,})")
         return problem
-
-    def matches(self, case, mistake, received):
-        if mistake.name == "builds_full_scores":
-            return bool(self._last_meta.get("too_big"))
-        return super().matches(case, mistake, received)
 
     def mistakes(self):
         def variant(**change):
@@ -114,43 +109,45 @@ class OnlineSoftmaxAttention(TorchExercise):
             return compute
 
         return [
-            Mistake("builds_full_scores", "the result is right, but somewhere a tensor as large as "
+            Symptom("builds_full_scores", "the result is right, but somewhere a tensor as large as "
                     "the whole N_q x N_k score matrix was built (all scores at once, or the blocks "
                     "concatenated). Keep only one block of scores, a running max, a running sum "
-                    "and the running output.", lambda c: None),
-            Mistake("no_rescale", "when a block raises the running max, the running sum and "
-                    "output computed with the old max must be multiplied by exp(old_max - "
-                    "new_max); without it earlier blocks are over-weighted.",
-                    variant(rescale="none")),
-            Mistake("rescale_sum_only", "the running sum is rescaled when the max changes, but "
-                    "the running output is not: multiply both by exp(old_max - new_max).",
-                    variant(rescale="sum")),
-            Mistake("rescale_output_only", "the running output is rescaled when the max changes, "
-                    "but the running sum is not: multiply both by exp(old_max - new_max).",
-                    variant(rescale="acc")),
-            Mistake("no_max_subtraction", "exp of the raw scores overflows for large logits: "
-                    "subtract the running max before exponentiating.",
-                    variant(subtract_max=False)),
-            Mistake("rescale_inverted", "the rescale factor is upside down: shrink the old "
-                    "totals by exp(old_max - new_max) (at most 1), not exp(new_max - old_max).",
-                    variant(inverted_rescale=True)),
-            Mistake("no_final_division", "the running output was returned without dividing by "
-                    "the running sum at the end.", variant(divide=False)),
-            Mistake("no_scale", "the scores were not multiplied by 1/sqrt(d).",
-                    variant(scale=1.0)),
-            Mistake("drops_last_block", "the last, shorter block of keys is skipped when N_k is "
-                    "not a multiple of block_size: loop over range(0, N_k, block_size) and clip "
-                    "the block's end at N_k.", variant(drop_last_block=True)),
-            Mistake("causal_top_left", "the causal mask is aligned top-left: with N_q != N_k, "
-                    "query i sits at position i + N_k - N_q and sees keys j <= i + N_k - N_q.",
-                    variant(causal_mode="top_left")),
-            Mistake("causal_block_local_keys", "the causal mask compares queries with key "
-                    "positions inside the block (0..block_size-1); use absolute positions "
-                    "start + j.", variant(causal_mode="local")),
-            Mistake("causal_ignored", "with causal=True the queries still see future keys.",
-                    variant(causal=False)),
-            Mistake("nan_for_empty_rows", "a query that sees no key gives NaN (0 / 0); the "
-                    "contract wants a row of zeros.", variant(nan_empty_rows=True)),
+                    "and the running output.",
+                    lambda case, received, meta: builds_full_scores(case, meta)),
+            WrongAnswer("no_rescale", "when a block raises the running max, the running sum and "
+                        "output computed with the old max must be multiplied by exp(old_max - "
+                        "new_max); without it earlier blocks are over-weighted.",
+                        variant(rescale="none")),
+            WrongAnswer("rescale_sum_only", "the running sum is rescaled when the max changes, but "
+                        "the running output is not: multiply both by exp(old_max - new_max).",
+                        variant(rescale="sum")),
+            WrongAnswer("rescale_output_only", "the running output is rescaled when the max "
+                        "changes, but the running sum is not: multiply both by exp(old_max - "
+                        "new_max).",
+                        variant(rescale="acc")),
+            WrongAnswer("no_max_subtraction", "exp of the raw scores overflows for large logits: "
+                        "subtract the running max before exponentiating.",
+                        variant(subtract_max=False)),
+            WrongAnswer("rescale_inverted", "the rescale factor is upside down: shrink the old "
+                        "totals by exp(old_max - new_max) (at most 1), not exp(new_max - old_max).",
+                        variant(inverted_rescale=True)),
+            WrongAnswer("no_final_division", "the running output was returned without dividing by "
+                        "the running sum at the end.", variant(divide=False)),
+            WrongAnswer("no_scale", "the scores were not multiplied by 1/sqrt(d).",
+                        variant(scale=1.0)),
+            WrongAnswer("drops_last_block", "the last, shorter block of keys is skipped when N_k "
+                        "is not a multiple of block_size: loop over range(0, N_k, block_size) and "
+                        "clip the block's end at N_k.", variant(drop_last_block=True)),
+            WrongAnswer("causal_top_left", "the causal mask is aligned top-left: with N_q != N_k, "
+                        "query i sits at position i + N_k - N_q and sees keys j <= i + N_k - N_q.",
+                        variant(causal_mode="top_left")),
+            WrongAnswer("causal_block_local_keys", "the causal mask compares queries with key "
+                        "positions inside the block (0..block_size-1); use absolute positions "
+                        "start + j.", variant(causal_mode="local")),
+            WrongAnswer("causal_ignored", "with causal=True the queries still see future keys.",
+                        variant(causal=False)),
+            WrongAnswer("nan_for_empty_rows", "a query that sees no key gives NaN (0 / 0); the "
+                        "contract wants a row of zeros.", variant(nan_empty_rows=True)),
         ]
 
 

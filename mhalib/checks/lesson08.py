@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Mistake
+from mhalib.checks.exercise import WrongAnswer
 from mhalib.checks.torch_exercise import TorchCase, TorchExercise, as_numpy, exact_inputs
 
 
@@ -81,7 +81,7 @@ class PreviousTokenScore(TorchExercise):
         return [
             TorchCase("non-causal patterns (query 0 puts weight on the last key)",
                       (planted_patterns(rng, 9, [-1, 1, None, 0], causal=False),)),
-            TorchCase("one head, N=2", (planted_patterns(rng, 2, [-1]),)),
+            TorchCase("one head, N=2", (planted_patterns(rng, 2, [-1]),), degenerate=True),
             TorchCase("float64, 6 heads, N=16",
                       (planted_patterns(rng, 16, [0, -1, None, -3, 1, -1]),), dtype="float64"),
             TorchCase("float16, 4 heads, N=32",
@@ -99,23 +99,23 @@ class PreviousTokenScore(TorchExercise):
             return lambda c: _score(_weights(c), **how)
 
         return [
-            Mistake("next_token", "that is the weight on key i + 1 (or w[h, i - 1, i], the "
-                    "transposed entry): a previous-token head puts query i's weight on key "
-                    "i - 1, the entry weights[h, i, i - 1].", score(offset=1, first_query=0)),
-            Mistake("self_token", "that is the weight each query puts on itself (the main "
-                    "diagonal); the previous token is one column to the left.",
-                    score(offset=0, first_query=0)),
-            Mistake("wraps_query_0", "query 0 was included and its 'previous' key wrapped "
-                    "around to the last position (index -1); average over queries i >= 1 only.",
-                    score(offset=-1, first_query=0, wrap=True)),
-            Mistake("includes_query_0", "the sum over queries 1..N-1 was divided by N: query 0 "
-                    "has no previous token, so average over the N - 1 queries i >= 1.",
-                    lambda c: _score(_weights(c), -1, 1, divide_by=_weights(c).shape[1])),
-            Mistake("mean_over_heads", "the average ran over the heads (axis 0) instead of the "
-                    "queries: return one score per head, shape (H,).",
-                    lambda c: np.diagonal(_weights(c), offset=-1, axis1=1, axis2=2).mean(0)),
-            Mistake("sum_not_mean", "the weights on key i - 1 were summed, not averaged over "
-                    "the queries.", lambda c: _score(_weights(c), -1, 1, divide_by=1)),
+            WrongAnswer("next_token", "that is the weight on key i + 1 (or w[h, i - 1, i], the "
+                        "transposed entry): a previous-token head puts query i's weight on key i - "
+                        "1, the entry weights[h, i, i - 1].", score(offset=1, first_query=0)),
+            WrongAnswer("self_token", "that is the weight each query puts on itself (the main "
+                        "diagonal); the previous token is one column to the left.",
+                        score(offset=0, first_query=0)),
+            WrongAnswer("wraps_query_0", "query 0 was included and its 'previous' key wrapped "
+                        "around to the last position (index -1); average over queries i >= 1 only.",
+                        score(offset=-1, first_query=0, wrap=True)),
+            WrongAnswer("includes_query_0", "the sum over queries 1..N-1 was divided by N: query 0 "
+                        "has no previous token, so average over the N - 1 queries i >= 1.",
+                        lambda c: _score(_weights(c), -1, 1, divide_by=_weights(c).shape[1])),
+            WrongAnswer("mean_over_heads", "the average ran over the heads (axis 0) instead of the "
+                        "queries: return one score per head, shape (H,).",
+                        lambda c: np.diagonal(_weights(c), offset=-1, axis1=1, axis2=2).mean(0)),
+            WrongAnswer("sum_not_mean", "the weights on key i - 1 were summed, not averaged over "
+                        "the queries.", lambda c: _score(_weights(c), -1, 1, divide_by=1)),
         ]
 
 
@@ -132,7 +132,8 @@ class InductionScore(TorchExercise):
     def hidden_cases(self, rng):
         return [
             TorchCase("non-causal patterns, period 5", (induction_patterns(rng, 5, False), 5)),
-            TorchCase("period 1 (N=2)", (planted_patterns(rng, 2, [0, -1, None]), 1)),
+            TorchCase("period 1 (N=2)", (planted_patterns(rng, 2, [0, -1, None]), 1),
+                      degenerate=True),
             TorchCase("period given as a keyword", (induction_patterns(rng, 7),),
                       {"period": 7}),
             TorchCase("float64, period 16", (induction_patterns(rng, 16), 16), dtype="float64"),
@@ -153,26 +154,27 @@ class InductionScore(TorchExercise):
                                     period(c) + first_from_period, **how)
 
         return [
-            Mistake("duplicate_token", "that is the weight on key i - period, the earlier copy "
-                    "of the current token itself (a duplicate-token head). An induction head "
-                    "attends to the token AFTER it: key i - period + 1.", score(0)),
-            Mistake("key_after_next", "that is the weight on key i - period + 2; the induction "
-                    "target is key i - period + 1.", score(2)),
-            Mistake("includes_query_period_minus_1", "query period - 1 (in the first half, "
-                    "attending key 0) was included, e.g. the whole diagonal at offset "
-                    "1 - period was averaged. Average over queries i >= period only.",
-                    score(1, first_from_period=-1)),
-            Mistake("all_queries", "the average ran over every query, first half included; only "
-                    "queries in the second half (i >= period) have an earlier copy to look at.",
-                    lambda c: _score(_weights(c), 1 - period(c), 0, wrap=True)),
-            Mistake("divides_by_n", "the sum over the period second-half queries was divided by "
-                    "N = 2 * period instead of period.",
-                    lambda c: _score(_weights(c), 1 - period(c), period(c),
-                                     divide_by=2 * period(c))),
-            Mistake("mean_over_heads", "the average ran over the heads (axis 0) instead of the "
-                    "queries: return one score per head, shape (H,).",
-                    lambda c: _weights(c)[:, np.arange(period(c), 2 * period(c)),
-                                          np.arange(1, period(c) + 1)].mean(0)),
+            WrongAnswer("duplicate_token", "that is the weight on key i - period, the earlier copy "
+                        "of the current token itself (a duplicate-token head). An induction head "
+                        "attends to the token AFTER it: key i - period + 1.", score(0)),
+            WrongAnswer("key_after_next", "that is the weight on key i - period + 2; the induction "
+                        "target is key i - period + 1.", score(2)),
+            WrongAnswer("includes_query_period_minus_1", "query period - 1 (in the first half, "
+                        "attending key 0) was included, e.g. the whole diagonal at offset 1 - "
+                        "period was averaged. Average over queries i >= period only.",
+                        score(1, first_from_period=-1)),
+            WrongAnswer("all_queries", "the average ran over every query, first half included; "
+                        "only queries in the second half (i >= period) have an earlier copy to "
+                        "look at.",
+                        lambda c: _score(_weights(c), 1 - period(c), 0, wrap=True)),
+            WrongAnswer("divides_by_n", "the sum over the period second-half queries was divided "
+                        "by N = 2 * period instead of period.",
+                        lambda c: _score(_weights(c), 1 - period(c), period(c),
+                                         divide_by=2 * period(c))),
+            WrongAnswer("mean_over_heads", "the average ran over the heads (axis 0) instead of the "
+                        "queries: return one score per head, shape (H,).",
+                        lambda c: _weights(c)[:, np.arange(period(c), 2 * period(c)),
+                                              np.arange(1, period(c) + 1)].mean(0)),
         ]
 
 

@@ -27,7 +27,8 @@ TORCH_TOLERANCES = {**TOLERANCES, "bfloat16": (8e-2, 8e-2)}
 
 @dataclass
 class TorchCase(Case):
-    """A case whose float arrays become torch tensors of ``dtype`` when the probe calls."""
+    """A case whose float arrays become torch tensors of ``dtype`` when the probe calls
+    (``degenerate`` as in :class:`~mhalib.checks.exercise.Case`)."""
 
     dtype: str = "float32"
 
@@ -132,10 +133,10 @@ class TorchExercise(Exercise):
                     "torch.Tensor (keep the computation in torch)")
         return difference(self.expected_once(case), received, *self.tolerance(case))
 
-    def matches(self, case: Case, mistake, received) -> bool:
+    def reproduces(self, case: Case, compute, received) -> bool:
         try:
             with one_thread():
-                wrong = mistake.compute(case)
+                wrong = compute(case)
         except Exception:
             return False
         tolerance = self.tolerance(case)

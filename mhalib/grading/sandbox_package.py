@@ -26,10 +26,10 @@ raise ImportError(
 
 def answer_key_functions() -> dict[str, set[str]]:
     """Module -> names of the answer-key functions it defines (mhalib.reference: all)."""
-    import mhalib.reference as reference
+    from mhalib import course
 
     found: dict[str, set[str]] = {"mhalib.reference": set()}
-    for name, module in getattr(reference, "_HOME", {}).items():
+    for name, module in course.answer_key_modules().items():
         found.setdefault(module, set()).add(name)
     return found
 

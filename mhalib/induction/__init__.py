@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-import importlib
+from mhalib.lazy import lazy_module_attributes
 
 _HOME = {
     "TrainConfig": "mhalib.induction.train",
@@ -24,14 +24,4 @@ _HOME = {
     "pruning_curve": "mhalib.induction.prune",
 }
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'mhalib.induction' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOME[name]), name)
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__, __all__ = lazy_module_attributes("mhalib.induction", _HOME)

@@ -6,7 +6,7 @@ does not pull in torch.
 
 from __future__ import annotations
 
-import importlib
+from mhalib.lazy import lazy_module_attributes
 
 _HOME = {
     "MultiHeadAttention": "mhalib.nn.mha",
@@ -18,14 +18,4 @@ _HOME = {
     "combine_masks": "mhalib.nn.masks",
 }
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'mhalib.nn' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOME[name]), name)
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__, __all__ = lazy_module_attributes("mhalib.nn", _HOME)

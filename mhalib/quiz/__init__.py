@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import importlib
 
+from mhalib import course
 from mhalib.quiz.question import FillIn, MultipleChoice, option_digest
-
-_BANKS = ("mhalib.quiz.lesson01", "mhalib.quiz.lesson02", "mhalib.quiz.lesson03",
-          "mhalib.quiz.lesson04", "mhalib.quiz.lesson05", "mhalib.quiz.lesson06",
-          "mhalib.quiz.lesson07", "mhalib.quiz.lesson08")
 
 
 class QuickCheckWrong(AssertionError):
@@ -23,7 +20,7 @@ def get_question(question_id: str):
     """The quick check with id ``question_id`` (ids start with ``qc_``)."""
     if not isinstance(question_id, str) or not question_id.startswith("qc_"):
         raise ValueError(f"question_id must start with 'qc_', got {question_id!r}")
-    for bank in _BANKS:
+    for bank in (lesson.quiz for lesson in course.LESSONS):
         try:
             module = importlib.import_module(bank)
         except ModuleNotFoundError as error:

@@ -17,13 +17,6 @@ from tests.checks import lesson_harness as h
 
 ANSWERS = {lesson: importlib.import_module(f"tests.checks.answers.lesson{lesson[:2]}")
            for lesson in LESSONS}
-# Mistake models that a checker recognises from a measurement or from the output's structure,
-# not by recomputing the wrong answer: their own tests are in test_lessonNN.py.
-NOT_RECOMPUTED = {
-    ("mha_flops", "n2_with_d_head"),  # any head count: structural
-    ("decode_with_cache", "recomputes_prefix"),  # judged on FLOPs
-    ("online_softmax_attention", "builds_full_scores"),  # judged on memory
-}
 # Statistical estimators: a mistake model's output is random, so it cannot be recomputed.
 STATISTICAL = {"dot_product_variance"}
 # Seconds one grading-suite judgement may take: a guard against a checker that would make a
@@ -41,8 +34,7 @@ def _each(params_of) -> list:
 
 
 def _model_params(lesson, _answers) -> list:
-    exercises = [e for e in exercises_of(lesson) if e not in STATISTICAL]
-    return [p for p in h.model_params(exercises) if tuple(p.values) not in NOT_RECOMPUTED]
+    return h.model_params([e for e in exercises_of(lesson) if e not in STATISTICAL])
 
 
 def _exercise_params(lesson, answers) -> list:

@@ -12,9 +12,9 @@ def test_per_head_n2_terms_are_recognised_for_any_head_count():
     right = checker.expected(case)
     for heads in (2, 12, 768):
         wrong = {**right, "scores": right["scores"] // heads}
-        assert checker.matches(case, mistake, wrong)
-    assert not checker.matches(case, mistake, right)
-    assert not checker.matches(case, mistake, {**right, "scores": right["scores"] // 7})
+        assert mistake.detect(checker, case, wrong, {})
+    assert not mistake.detect(checker, case, right, {})
+    assert not mistake.detect(checker, case, {**right, "scores": right["scores"] // 7}, {})
 
 
 def test_off_by_one_flop_counts_are_not_accepted():
