@@ -8,7 +8,7 @@ All functions take and return plain Python ints.
 
 from __future__ import annotations
 
-from mhalib.nn._validate import boolean, divisible, positive_int
+from mhalib.validate import boolean, divisible, positive_int
 
 KEYS = ("qkv_projections", "scores", "weighted_sum", "output_projection", "total")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mhalib.nn._validate import positive_int
+from mhalib.validate import positive_int
 
 
 def kv_cache_bytes(

@@ -6,7 +6,7 @@ Plain ints in and out. A naive implementation keeps the scores and the softmax w
 
 from __future__ import annotations
 
-from mhalib.nn._validate import positive_int
+from mhalib.validate import positive_int
 
 
 def score_matrix_bytes(

@@ -5,7 +5,7 @@ Plain Python ints in and out. Whole-model counts live in :mod:`mhalib.accounting
 
 from __future__ import annotations
 
-from mhalib.nn._validate import boolean, divisible, positive_int
+from mhalib.validate import boolean, divisible, positive_int
 
 
 def mha_param_count(d_model: int, bias: bool = True) -> int:

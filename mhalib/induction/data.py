@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 
 def repeated_span_batch(
@@ -31,11 +31,11 @@ def repeated_span_batch(
     can be read off an earlier occurrence (the first token of each repeat included, since the
     span before it is already complete).
     """
-    batch_size = _validate.positive_int("batch_size", batch_size)
-    seq_len = _validate.positive_int("seq_len", seq_len)
-    vocab_size = _validate.positive_int("vocab_size", vocab_size)
-    min_period = _validate.positive_int("min_period", min_period)
-    max_period = _validate.positive_int("max_period", max_period)
+    batch_size = validate.positive_int("batch_size", batch_size)
+    seq_len = validate.positive_int("seq_len", seq_len)
+    vocab_size = validate.positive_int("vocab_size", vocab_size)
+    min_period = validate.positive_int("min_period", min_period)
+    max_period = validate.positive_int("max_period", max_period)
     if min_period > max_period:
         raise ValueError(f"min_period={min_period} is larger than max_period={max_period}")
     if 2 * max_period > seq_len:
@@ -65,9 +65,9 @@ def repeated_sequence(
     span are distinct (when ``vocab_size >= period``), so "the earlier copy of this token" is
     unambiguous.
     """
-    period = _validate.positive_int("period", period)
-    vocab_size = _validate.positive_int("vocab_size", vocab_size)
-    batch_size = _validate.positive_int("batch_size", batch_size)
+    period = validate.positive_int("period", period)
+    vocab_size = validate.positive_int("vocab_size", vocab_size)
+    batch_size = validate.positive_int("batch_size", batch_size)
     if vocab_size >= period:
         keys = torch.rand((batch_size, vocab_size), generator=generator)  # (B, V)
         span = keys.argsort(dim=-1)[:, :period]  # (B, period): distinct tokens

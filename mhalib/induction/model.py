@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 
 class CausalSelfAttention(nn.Module):
@@ -21,7 +21,7 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int) -> None:
         super().__init__()
-        _validate.divisible("d_model", d_model, "num_heads", num_heads)
+        validate.divisible("d_model", d_model, "num_heads", num_heads)
         self.num_heads = num_heads
         self.d_head = d_model // num_heads
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
@@ -52,11 +52,11 @@ class AttentionOnlyTransformer(nn.Module):
     def __init__(self, vocab_size: int, d_model: int = 64, num_layers: int = 2,
                  num_heads: int = 4, max_len: int = 64) -> None:
         super().__init__()
-        self.vocab_size = _validate.positive_int("vocab_size", vocab_size)
-        self.num_layers = _validate.positive_int("num_layers", num_layers)
-        self.num_heads = _validate.positive_int("num_heads", num_heads)
-        self.max_len = _validate.positive_int("max_len", max_len)
-        d_model = _validate.positive_int("d_model", d_model)
+        self.vocab_size = validate.positive_int("vocab_size", vocab_size)
+        self.num_layers = validate.positive_int("num_layers", num_layers)
+        self.num_heads = validate.positive_int("num_heads", num_heads)
+        self.max_len = validate.positive_int("max_len", max_len)
+        d_model = validate.positive_int("d_model", d_model)
         self.embed = nn.Embedding(vocab_size, d_model)
         self.position = nn.Embedding(max_len, d_model)
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(num_layers))

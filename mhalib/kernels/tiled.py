@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 SCORE_BLOCK_BYTES = 4 * 2**20  # budget for one block of float32 scores
 
@@ -34,7 +34,7 @@ def tiled_attention(
     ``scale`` defaults to 1/sqrt(d). Returns (B, H, N_q, d) in q's dtype.
     """
     batch, heads, n_q, d, groups, n_k = check_qkv(q, k, v)
-    _validate.boolean("causal", causal)
+    validate.boolean("causal", causal)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     block_q, block_k = _block_sizes(batch * heads, n_q, n_k, block_q, block_k)
     rep = heads // groups
@@ -84,16 +84,16 @@ def tiled_attention(
 
 def check_qkv(q, k, v):
     """Validate (B, H, N_q, d), (B, G, N_k, d) x2; return (B, H, N_q, d, G, N_k)."""
-    _validate.tensor("q", q, 4, "(B, H, N_q, d)")
-    _validate.tensor("k", k, 4, "(B, G, N_k, d)")
-    _validate.tensor("v", v, 4, "(B, G, N_k, d)")
-    _validate.same_dtype_and_device(q=q, k=k, v=v)
+    validate.tensor("q", q, 4, "(B, H, N_q, d)")
+    validate.tensor("k", k, 4, "(B, G, N_k, d)")
+    validate.tensor("v", v, 4, "(B, G, N_k, d)")
+    validate.same_dtype_and_device(q=q, k=k, v=v)
     batch, heads, n_q, d = q.shape
     groups, n_k = k.shape[1], k.shape[2]
     layout = "(B, G, N_k, d) with q's B and d"
-    _validate.shape_equals("k", k, (batch, groups, n_k, d), layout)
-    _validate.shape_equals("v", v, (batch, groups, n_k, d), layout)
-    _validate.divisible("num_heads", heads, "num_kv_heads", groups)
+    validate.shape_equals("k", k, (batch, groups, n_k, d), layout)
+    validate.shape_equals("v", v, (batch, groups, n_k, d), layout)
+    validate.divisible("num_heads", heads, "num_kv_heads", groups)
     return batch, heads, n_q, d, groups, n_k
 
 
@@ -109,9 +109,9 @@ def _block_sizes(batch_heads: int, n_q: int, n_k: int, block_q, block_k) -> tupl
     """Blocks so that batch_heads * block_q * block_k float32 scores fit the budget."""
     if block_k is None:
         block_k = min(n_k, 512)
-    block_k = _validate.positive_int("block_k", block_k)
+    block_k = validate.positive_int("block_k", block_k)
     if block_q is None:
         fit = SCORE_BLOCK_BYTES // (4 * batch_heads * block_k)
         block_q = max(16, min(1024, fit))
-    block_q = _validate.positive_int("block_q", block_q)
+    block_q = validate.positive_int("block_q", block_q)
     return min(block_q, n_q), block_k

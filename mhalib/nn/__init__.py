@@ -1,7 +1,6 @@
 """PyTorch attention modules: multi-head, grouped-query (MQA included), KV cache, masks.
 
-Names are imported lazily so that ``mhalib.nn._validate`` (used by plain-int accounting)
-does not pull in torch.
+Names are imported lazily so that importing the package does not pull in torch.
 """
 
 from __future__ import annotations

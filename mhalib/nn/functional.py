@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from mhalib.nn import _validate
+from mhalib import validate
 from mhalib.nn.masks import causal_mask, combine_masks
 
 
@@ -29,10 +29,10 @@ def attend(
     G == 1 is MQA). ``attn_mask`` is bool, True = may attend, broadcastable to
     (B, H, N_q, N_k). Returns (B, H, N_q, d) in q's dtype; rows with no allowed key are 0.
     """
-    _validate.tensor("q", q, 4, "(B, H, N_q, d_head)")
-    _validate.tensor("k", k, 4, "(B, G, N_k, d_head)")
-    _validate.tensor("v", v, 4, "(B, G, N_k, d_head)")
-    _validate.same_dtype_and_device(q=q, k=k, v=v)
+    validate.tensor("q", q, 4, "(B, H, N_q, d_head)")
+    validate.tensor("k", k, 4, "(B, G, N_k, d_head)")
+    validate.tensor("v", v, 4, "(B, G, N_k, d_head)")
+    validate.same_dtype_and_device(q=q, k=k, v=v)
     batch, num_heads, n_q, d_head = q.shape
     num_kv_heads, n_k = k.shape[1], k.shape[2]
     if tuple(k.shape) != (batch, num_kv_heads, n_k, d_head) or k.shape != v.shape:
@@ -40,9 +40,9 @@ def attend(
             f"k.shape={tuple(k.shape)} and v.shape={tuple(v.shape)} must both be "
             f"(B={batch}, G, N_k, d_head={d_head})"
         )
-    _validate.divisible("num_heads", num_heads, "num_kv_heads", num_kv_heads)
-    _validate.boolean("causal", causal)
-    _validate.attention_mask("attn_mask", attn_mask, batch, num_heads, n_q, n_k)
+    validate.divisible("num_heads", num_heads, "num_kv_heads", num_kv_heads)
+    validate.boolean("causal", causal)
+    validate.attention_mask("attn_mask", attn_mask, batch, num_heads, n_q, n_k)
     gqa = num_kv_heads != num_heads
 
     if attn_mask is None and (not causal or n_q == n_k):

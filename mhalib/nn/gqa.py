@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mhalib.nn import _validate
+from mhalib import validate
 from mhalib.nn.functional import attend
 from mhalib.nn.kv_cache import KVCache
 
@@ -37,12 +37,12 @@ class GroupedQueryAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        self.d_model = _validate.positive_int("d_model", d_model)
-        self.num_heads = _validate.positive_int("num_heads", num_heads)
-        self.num_kv_heads = _validate.positive_int("num_kv_heads", num_kv_heads)
-        _validate.divisible("d_model", self.d_model, "num_heads", self.num_heads)
-        _validate.divisible("num_heads", self.num_heads, "num_kv_heads", self.num_kv_heads)
-        _validate.boolean("bias", bias)
+        self.d_model = validate.positive_int("d_model", d_model)
+        self.num_heads = validate.positive_int("num_heads", num_heads)
+        self.num_kv_heads = validate.positive_int("num_kv_heads", num_kv_heads)
+        validate.divisible("d_model", self.d_model, "num_heads", self.num_heads)
+        validate.divisible("num_heads", self.num_heads, "num_kv_heads", self.num_kv_heads)
+        validate.boolean("bias", bias)
         self.head_dim = self.d_model // self.num_heads
         self.kv_dim = self.num_kv_heads * self.head_dim
         factory = {"device": device, "dtype": dtype}
@@ -116,7 +116,7 @@ class GroupedQueryAttention(nn.Module):
         return q, k, v
 
     def _check_input(self, name: str, x) -> None:
-        _validate.tensor(name, x, 3, "(B, N, d_model)")
+        validate.tensor(name, x, 3, "(B, N, d_model)")
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"{name}.shape={tuple(x.shape)} has last dimension {x.shape[-1]}, "

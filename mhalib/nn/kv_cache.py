@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 
 class KVCache:
@@ -28,10 +28,10 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device=None,
     ) -> None:
-        self.batch_size = _validate.positive_int("batch_size", batch_size)
-        self.num_kv_heads = _validate.positive_int("num_kv_heads", num_kv_heads)
-        self.head_dim = _validate.positive_int("head_dim", head_dim)
-        self.max_seq_len = _validate.positive_int("max_seq_len", max_seq_len)
+        self.batch_size = validate.positive_int("batch_size", batch_size)
+        self.num_kv_heads = validate.positive_int("num_kv_heads", num_kv_heads)
+        self.head_dim = validate.positive_int("head_dim", head_dim)
+        self.max_seq_len = validate.positive_int("max_seq_len", max_seq_len)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating torch.dtype, got dtype={dtype!r}")
         shape = (self.batch_size, self.num_kv_heads, self.max_seq_len, self.head_dim)
@@ -50,12 +50,12 @@ class KVCache:
 
     def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store (B, G, n_new, d_head) keys and values; return all stored, (B, G, length, d)."""
-        _validate.tensor("k_new", k_new, 4, "(B, G, n_new, d_head)")
-        _validate.tensor("v_new", v_new, 4, "(B, G, n_new, d_head)")
+        validate.tensor("k_new", k_new, 4, "(B, G, n_new, d_head)")
+        validate.tensor("v_new", v_new, 4, "(B, G, n_new, d_head)")
         n_new = k_new.shape[2]
         expected = (self.batch_size, self.num_kv_heads, n_new, self.head_dim)
-        _validate.shape_equals("k_new", k_new, expected, "(B, G, n_new, d_head)")
-        _validate.shape_equals("v_new", v_new, expected, "(B, G, n_new, d_head)")
+        validate.shape_equals("k_new", k_new, expected, "(B, G, n_new, d_head)")
+        validate.shape_equals("v_new", v_new, expected, "(B, G, n_new, d_head)")
         if k_new.dtype != self.keys.dtype or v_new.dtype != self.keys.dtype:
             raise TypeError(
                 f"k_new.dtype={k_new.dtype} and v_new.dtype={v_new.dtype} must match the "

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 
 def causal_mask(n_q: int, n_k: int | None = None, device=None) -> torch.Tensor:
     """Bool (n_q, n_k): query i may attend key j when j <= i + n_k - n_q."""
-    n_q = _validate.positive_int("n_q", n_q)
-    n_k = n_q if n_k is None else _validate.positive_int("n_k", n_k)
+    n_q = validate.positive_int("n_q", n_q)
+    n_k = n_q if n_k is None else validate.positive_int("n_k", n_k)
     allowed = torch.ones(n_q, n_k, dtype=torch.bool, device=device)  # (n_q, n_k)
     return allowed.tril(diagonal=n_k - n_q)  # (n_q, n_k)
 
 
 def padding_mask(lengths, n: int, device=None) -> torch.Tensor:
     """lengths (B,) ints -> bool (B, 1, 1, n), True where key position j < lengths[b]."""
-    n = _validate.positive_int("n", n)
+    n = validate.positive_int("n", n)
     lengths = torch.as_tensor(lengths, device=device)
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool:
         raise TypeError(

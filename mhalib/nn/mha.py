@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mhalib.nn import _validate
+from mhalib import validate
 from mhalib.nn.gqa import GroupedQueryAttention
 
 
@@ -81,4 +81,4 @@ def _check_torch_module(module) -> None:
         raise ValueError(
             "module uses add_bias_kv=True or add_zero_attn=True, which this layer does not model"
         )
-    _validate.positive_int("module.num_heads", module.num_heads)
+    validate.positive_int("module.num_heads", module.num_heads)

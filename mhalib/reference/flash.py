@@ -18,7 +18,7 @@ import math
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 
 def online_softmax_attention(q, k, v, block_size=64, causal=False):
@@ -29,8 +29,8 @@ def online_softmax_attention(q, k, v, block_size=64, causal=False):
     gets a row of zeros. Returns (B, H, N_q, d) in q's dtype (accumulates in float32).
     """
     _check_args(q, k, v)
-    block_size = _validate.positive_int("block_size", block_size)
-    _validate.boolean("causal", causal)
+    block_size = validate.positive_int("block_size", block_size)
+    validate.boolean("causal", causal)
     batch, heads, n_q, d = q.shape
     n_k = k.shape[2]
     compute = torch.promote_types(q.dtype, torch.float32)
@@ -65,11 +65,11 @@ def online_softmax_attention(q, k, v, block_size=64, causal=False):
 
 
 def _check_args(q, k, v) -> None:
-    _validate.tensor("q", q, 4, "(B, H, N_q, d)")
-    _validate.tensor("k", k, 4, "(B, H, N_k, d)")
-    _validate.tensor("v", v, 4, "(B, H, N_k, d)")
-    _validate.same_dtype_and_device(q=q, k=k, v=v)
+    validate.tensor("q", q, 4, "(B, H, N_q, d)")
+    validate.tensor("k", k, 4, "(B, H, N_k, d)")
+    validate.tensor("v", v, 4, "(B, H, N_k, d)")
+    validate.same_dtype_and_device(q=q, k=k, v=v)
     batch, heads, _, d = q.shape
     expected = (batch, heads, k.shape[2], d)
-    _validate.shape_equals("k", k, expected, "(B, H, N_k, d) matching q's B, H and d")
-    _validate.shape_equals("v", v, expected, "(B, H, N_k, d) matching k")
+    validate.shape_equals("k", k, expected, "(B, H, N_k, d) matching q's B, H and d")
+    validate.shape_equals("v", v, expected, "(B, H, N_k, d) matching k")

@@ -12,14 +12,14 @@ import math
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 from mhalib.nn.masks import causal_mask
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """(B, G, N, d) -> (B, G * n_rep, N, d); query head h reads K/V group h // n_rep."""
-    _validate.tensor("x", x, 4, "(B, G, N, d)")
-    n_rep = _validate.positive_int("n_rep", n_rep)
+    validate.tensor("x", x, 4, "(B, G, N, d)")
+    n_rep = validate.positive_int("n_rep", n_rep)
     if n_rep == 1:
         return x
     batch, groups, n, d = x.shape
@@ -35,7 +35,7 @@ def grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, caus
     """
     dims = _check_gqa_args(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
     num_heads, num_kv_heads, d_head = dims
-    _validate.boolean("causal", causal)
+    validate.boolean("causal", causal)
     q = _split(x @ w_q, num_heads)  # (B, H, N, d_head)
     k = _split(x @ w_k, num_kv_heads)  # (B, G, N, d_head)
     v = _split(x @ w_v, num_kv_heads)  # (B, G, N, d_head)
@@ -106,12 +106,12 @@ def _merge(x):
 
 def _check_gqa_args(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     """Validate shapes, dtypes and head counts; return (num_heads, num_kv_heads, d_head)."""
-    _validate.tensor("x", x, 3, "(B, N, d_model)")
+    validate.tensor("x", x, 3, "(B, N, d_model)")
     d_model = x.shape[-1]
-    num_heads = _validate.positive_int("num_heads", num_heads)
-    num_kv_heads = _validate.positive_int("num_kv_heads", num_kv_heads)
-    _validate.divisible("d_model", d_model, "num_heads", num_heads)
-    _validate.divisible("num_heads", num_heads, "num_kv_heads", num_kv_heads)
+    num_heads = validate.positive_int("num_heads", num_heads)
+    num_kv_heads = validate.positive_int("num_kv_heads", num_kv_heads)
+    validate.divisible("d_model", d_model, "num_heads", num_heads)
+    validate.divisible("num_heads", num_heads, "num_kv_heads", num_kv_heads)
     d_head = d_model // num_heads
     kv_width = num_kv_heads * d_head
     expected = {
@@ -121,7 +121,7 @@ def _check_gqa_args(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
         "w_o": (d_model, d_model),
     }
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
-        _validate.tensor(name, w, 2, "(d_in, d_out)")
-        _validate.shape_equals(name, w, expected[name], "(d_in, d_out)")
-    _validate.same_dtype_and_device(x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o)
+        validate.tensor(name, w, 2, "(d_in, d_out)")
+        validate.shape_equals(name, w, expected[name], "(d_in, d_out)")
+    validate.same_dtype_and_device(x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o)
     return num_heads, num_kv_heads, d_head

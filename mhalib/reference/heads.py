@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from mhalib.nn import _validate
+from mhalib import validate
 
 
 def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
@@ -34,7 +34,7 @@ def induction_score(weights: torch.Tensor, period: int) -> torch.Tensor:
     Mean over queries ``i`` in ``[period, 2 * period)`` of ``weights[h, i, i - period + 1]``.
     """
     heads, n = _check_weights(weights)
-    period = _validate.positive_int("period", period)
+    period = validate.positive_int("period", period)
     if n != 2 * period:
         raise ValueError(f"weights must cover N = 2 * period positions: period={period} needs "
                          f"N={2 * period}, got weights.shape={tuple(weights.shape)}")
@@ -46,7 +46,7 @@ def induction_score(weights: torch.Tensor, period: int) -> torch.Tensor:
 
 
 def _check_weights(weights) -> tuple[int, int]:
-    _validate.tensor("weights", weights, 3, "(H, N, N)")
+    validate.tensor("weights", weights, 3, "(H, N, N)")
     heads, n_q, n_k = weights.shape
     if n_q != n_k:
         raise ValueError(f"weights must be square (H, N, N), got weights.shape="

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.reference._validate import as_float_array, positive_int, require_ndim
 from mhalib.reference.single_head import softmax
+from mhalib.validate import as_float_array, positive_int, require_ndim
 
 
 def causal_mask(n_q, n_k=None):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mhalib.reference._validate import as_float_array, positive_int
 from mhalib.reference.single_head import attention
+from mhalib.validate import as_float_array, positive_int
 
 
 def split_heads(x, num_heads):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.reference._validate import as_float_array, positive_int
+from mhalib.validate import as_float_array, positive_int
 
 
 def dot_product_variance(d_k, n_samples=100_000, seed=0):

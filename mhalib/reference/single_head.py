@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.reference._validate import as_float_array, require_ndim
+from mhalib.validate import as_float_array, require_ndim
 
 
 def softmax(x, axis=-1):

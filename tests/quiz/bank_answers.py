@@ -2,8 +2,13 @@
 
 ``ACCEPT``: right answers written differently; ``REJECT``: the slips the lessons warn about.
 Every question of every bank must appear in both tables (tests/quiz/test_banks.py checks it),
-so a new question cannot go untested.
+so a new question cannot go untested. A lesson added after 08 keeps its own tables in
+``tests/quiz/answers_lessonNN.py`` (``ACCEPT`` and ``REJECT`` alike), merged in here.
 """
+
+import importlib
+import pkgutil
+from pathlib import Path
 
 ACCEPT = {
     # lessons 01-04
@@ -70,3 +75,10 @@ REJECT = {
     "qc_uniform_previous": ["1 / i", "1", "1 / (i - 1)"],
     "qc_induction_circuit": ["b", "c", "d"],
 }
+
+
+for _module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+    if _module.name.startswith("answers_lesson"):
+        _tables = importlib.import_module(f"tests.quiz.{_module.name}")
+        ACCEPT.update(_tables.ACCEPT)
+        REJECT.update(_tables.REJECT)
