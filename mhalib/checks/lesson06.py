@@ -18,11 +18,11 @@ from mhalib.checks.torch_exercise import (
     TorchExercise,
     as_numpy,
     case_tensors,
-    count_flops,
     exact_inputs,
     one_thread,
     output_kind,
 )
+from mhalib.checks.work import count_flops
 
 
 def _reference(name, case):

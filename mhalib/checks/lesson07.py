@@ -17,10 +17,10 @@ from mhalib.checks.torch_exercise import (
     as_numpy,
     case_tensors,
     exact_inputs,
-    largest_new_tensor,
     one_thread,
     output_kind,
 )
+from mhalib.checks.work import largest_new_tensor
 
 # the memory check applies when the keys span at least this many blocks (and head widths)
 MIN_BLOCKS_FOR_MEMORY_CHECK = 4

@@ -6,9 +6,8 @@ them into tensors of the case's dtype (float32 unless the case says otherwise). 
 is evaluated in float64 on the *same* values (rounded to the case's dtype first), so a correct
 answer differs from it only by its own arithmetic error.
 
-Work measurements run in the learner's process (probe side) and use torch only, never the
-answer key: ``count_flops`` (FlopCounterMode, with the CPU flash-attention op counted too) and
-``LargestNewTensor`` (the biggest tensor any op allocated).
+Work measurements (FLOPs, tensors allocated, a guard that keeps the work in torch) are in
+:mod:`mhalib.checks.work`.
 """
 
 from __future__ import annotations
@@ -143,69 +142,3 @@ class TorchExercise(Exercise):
         if difference(self.expected_once(case), wrong, *tolerance) is None:
             return False  # this mistake makes no difference on this case
         return difference(wrong, received, *tolerance) is None
-
-
-# -- measuring work (probe side) ---------------------------------------------------------------
-
-def _sdpa_cpu_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs):
-    """FLOPs of aten._scaled_dot_product_flash_attention_for_cpu (dense, like torch's own
-    SDPA formulas): q k^T and weights v, each 2 B H N_q N_k d."""
-    batch, heads, n_q, d = query_shape
-    n_k, d_v = key_shape[-2], value_shape[-1]
-    return 2 * batch * heads * n_q * n_k * (d + d_v)
-
-
-def count_flops(fn, *args, **kwargs):
-    """Run ``fn`` under FlopCounterMode; returns ``(result, total FLOPs)``.
-
-    Matrix products count 2 FLOPs per multiply-add; elementwise work counts 0. The CPU
-    flash-attention op behind ``F.scaled_dot_product_attention``, which torch 2.13 leaves
-    at 0, is counted densely.
-    """
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    mapping = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _sdpa_cpu_flops}
-    counter = FlopCounterMode(display=False, custom_mapping=mapping)
-    with counter:
-        result = fn(*args, **kwargs)
-    return result, int(counter.get_total_flops())
-
-
-def largest_new_tensor(fn, *args, **kwargs):
-    """Run ``fn`` and return ``(result, numel, shape)`` of the largest tensor an op allocated.
-
-    Views, in-place results and the inputs do not count: only outputs whose storage no input
-    of that op shares (a fresh allocation). Factory calls (``torch.empty``...) count.
-    """
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
-
-    def storage_of(t):
-        try:
-            return t.untyped_storage().data_ptr()
-        except (RuntimeError, NotImplementedError):
-            return None
-
-    class LargestNewTensor(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.numel = 0
-            self.shape: list[int] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            inputs = {storage_of(t) for t in tree_leaves((args, kwargs))
-                      if isinstance(t, torch.Tensor)}
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor) and t.numel() > self.numel:
-                    if storage_of(t) not in inputs:
-                        self.numel, self.shape = t.numel(), list(t.shape)
-            return out
-
-    mode = LargestNewTensor()
-    with mode:
-        result = fn(*args, **kwargs)
-    return result, mode.numel, mode.shape

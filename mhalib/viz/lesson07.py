@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import ast
 import math
-import weakref
 from pathlib import Path
 
 import numpy as np
 
+from mhalib.checks.work import watch_tensors
 from mhalib.viz.explorer import figure_explorer
 from mhalib.viz.lesson05 import single_thread
 
@@ -104,43 +104,8 @@ def online_softmax_stepper(block_size: int = 6, n_keys: int = 24, seed: int = 4)
 def peak_tensor_bytes(fn, *args, **kwargs):
     """Run ``fn`` and return ``(result, peak bytes)`` of the tensors it allocated that were
     alive at the same time (inputs and views excluded; freed tensors stop counting)."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
-
-    def storage_of(t):
-        try:
-            return t.untyped_storage().data_ptr()
-        except (RuntimeError, NotImplementedError):
-            return None
-
-    class LiveBytes(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.live: dict[int, int] = {}
-            self.total = 0
-            self.peak = 0
-
-        def _free(self, pointer):
-            self.total -= self.live.pop(pointer, 0)
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            inputs = {storage_of(t) for t in tree_leaves((args, kwargs))
-                      if isinstance(t, torch.Tensor)}
-            for t in tree_leaves(out):
-                pointer = storage_of(t) if isinstance(t, torch.Tensor) else None
-                if pointer and pointer not in inputs and pointer not in self.live:
-                    self.live[pointer] = t.untyped_storage().nbytes()
-                    self.total += self.live[pointer]
-                    self.peak = max(self.peak, self.total)
-                    weakref.finalize(t, self._free, pointer)
-            return out
-
-    mode = LiveBytes()
-    with mode:
-        result = fn(*args, **kwargs)
-    return result, mode.peak
+    result, watch = watch_tensors(fn, *args, **kwargs)
+    return result, watch.peak_bytes
 
 
 def memory_figure(seq_lens, measured: dict):

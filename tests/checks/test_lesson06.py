@@ -6,7 +6,8 @@ import torch
 
 from mhalib.checks import get_exercise
 from mhalib.checks.lesson06 import decode_flop_budget
-from mhalib.checks.torch_exercise import case_tensors, count_flops
+from mhalib.checks.torch_exercise import case_tensors
+from mhalib.checks.work import count_flops
 from tests.checks import lesson_harness as h
 from tests.checks.answers import lesson06 as answers
 

@@ -5,7 +5,8 @@ import torch
 
 from mhalib.checks import get_exercise
 from mhalib.checks.lesson07 import memory_limit
-from mhalib.checks.torch_exercise import case_tensors, largest_new_tensor
+from mhalib.checks.torch_exercise import case_tensors
+from mhalib.checks.work import largest_new_tensor
 from tests.checks import lesson_harness as h
 from tests.checks.answers import lesson07 as answers
 
