@@ -1,8 +1,9 @@
 """The ``mhalib`` command line: one sub-command per module in :mod:`mhalib.commands`.
 
 Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and
-``run(args) -> int``. Modules are imported only when their command runs, so
-``mhalib info`` does not pay for importing the grader.
+``run(args) -> int``. Building the parser imports every command module, so they import what
+their command needs inside ``add_arguments`` and ``run``: ``mhalib info`` does not pay for
+importing the grader.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ COMMANDS = {
     "bench": "mhalib.commands.bench",
     "release": "mhalib.commands.release",
     "grade": "mhalib.commands.grade",
+    "hub": "mhalib.commands.hub",
 }
 
 

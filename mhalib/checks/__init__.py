@@ -1,7 +1,12 @@
 """Checkers behind every test cell: a probe that runs the learner's code, a judge that scores.
 
 See ``check`` (test cells), ``record_exercises`` (the grader, inside the sandbox) and
-``judge_record`` / ``judge_file`` (the grader, in a clean process).
+``judge_record`` / ``judge_file`` (the grader, in a clean process). Each lesson's checkers are in
+``mhalib.checks.lessonNN`` (``EXERCISES``), found through the course manifest
+(:mod:`mhalib.course`); an :class:`~mhalib.checks.exercise.Exercise` names likely slips with
+mistake models (:class:`~mhalib.checks.exercise.WrongAnswer`,
+:class:`~mhalib.checks.exercise.Symptom`), and :mod:`mhalib.checks.work` measures the work
+a learner's function does.
 """
 
 from mhalib.checks.api import CheckFailed, check

@@ -187,10 +187,6 @@ def _heads_by(split, merge, x, w_q, w_k, w_v, w_o, num_heads):
     return merge(heads) @ w_o  # (B, N, d_model)
 
 
-def _correct_merge(x):
-    return answer_key("merge_heads")(x)
-
-
 def _correct_split(x, num_heads):
     return answer_key("split_heads")(x, num_heads)
 

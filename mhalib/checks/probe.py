@@ -37,7 +37,8 @@ def time_limit(seconds: float | None):
 
 
 def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = None) -> dict:
-    """Run ``func`` on every case of ``exercise``; returns a record (see checks_api / judge).
+    """Run ``func`` on every case of ``exercise``; returns a record for
+    :func:`mhalib.checks.judge.judge_record`.
 
     The record holds per-case ``status`` (ok, error, timeout, too_large), the encoded ``output``,
     the ``error`` text and measured work in ``meta``. If the function reaches mhalib's own answer

@@ -2,6 +2,8 @@
 
 In a lesson, ``ask("qc_id")`` shows the form for instant feedback; the learner records the answer
 in the autograded cell ``qc_id = ...`` and the test cell calls ``grade("qc_id", qc_id)``.
+Each lesson's questions are in ``mhalib.quiz.lessonNN`` (``QUESTIONS``), found through the
+course manifest (:mod:`mhalib.course`).
 """
 
 from __future__ import annotations
