@@ -25,6 +25,10 @@ PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 # Debian packages the test suite uses when it can get them: the grader's sandbox and the
 # browser for the JupyterLab end-to-end tests. Without them those tests skip, saying why.
 SYSTEM_PACKAGES = {"bwrap": "bubblewrap", "chromium": "chromium"}
+# JupyterHub's proxy (npm) for the class-hub test, installed into the virtual environment;
+# `mhalib hub` looks there when it is not on PATH. Without it that test skips, saying why.
+HUB_PROXY = "configurable-http-proxy"
+NODE_PREFIX = VENV / "lib" / "node"
 
 
 def say(message: str) -> None:
@@ -74,6 +78,20 @@ def ensure_system_packages() -> None:
         say(f"NOTE: could not install {', '.join(missing)}; the tests that need them will skip.")
 
 
+def ensure_hub_proxy() -> None:
+    """Best effort: npm-install configurable-http-proxy into .venv/lib/node when missing."""
+    if shutil.which(HUB_PROXY) or (NODE_PREFIX / "node_modules" / ".bin" / HUB_PROXY).exists():
+        return
+    if shutil.which("npm") is None:
+        say(f"NOTE: npm is not installed, so neither is {HUB_PROXY}; the class-hub test will "
+            "skip and say so.")
+        return
+    try:
+        run(["npm", "install", "--no-audit", "--no-fund", "--prefix", NODE_PREFIX, HUB_PROXY])
+    except subprocess.CalledProcessError:
+        say(f"NOTE: could not install {HUB_PROXY}; the class-hub test will skip.")
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("lab", "test"):
         print(__doc__)
@@ -86,6 +104,7 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(BIN / "mhalib"), "lab", *rest], cwd=ROOT, env=env)
     ensure_installed("test")
     ensure_system_packages()
+    ensure_hub_proxy()
     workers = str(min(4, max(2, os.cpu_count() or 1)))
     pytest = [str(PYTHON), "-m", "pytest", "-n", workers, "--dist", "loadgroup", *rest]
     say(" ".join(pytest))
