@@ -1,0 +1,485 @@
+"""Checkers for lesson 11: ``decode_attention_intensity`` (plain Python), ``paged_attention`` and
+``chunked_prefill`` (torch).
+
+``paged_attention`` cases fill every slot a sequence does not own (the rest of its last page,
+pages of other sequences, free pages, table entries past its length) with large stale values,
+so reading one key too many changes the output by far more than the tolerance.
+
+``chunked_prefill`` is judged on its output and on its work: the probe runs it with tensors
+kept inside torch (:func:`mhalib.checks.work.torch_only`, so the scores cannot be built in numpy
+where no measurement sees them), records the largest tensor any op allocated (one with N x N
+entries, one head's whole score matrix or a full N x N mask, fails) and the most queries one
+fused SDPA call took (more than ``chunk_size``: the prompt was not chunked).
+
+The mistake models below are written here, independently of the answer key.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.torch_exercise import (
+    TorchCase,
+    TorchExercise,
+    as_numpy,
+    case_tensors,
+    exact_inputs,
+    one_thread,
+    output_kind,
+)
+from mhalib.checks.work import LeftTorch, largest_new_tensor, torch_only, watch_attention_calls
+
+ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "grouped_query_attention",
+                  "decode_with_cache", "online_softmax_attention")
+
+
+def _torch_model(fn):
+    """A mistake model written in torch, evaluated on the case's float64 inputs."""
+    def compute(case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(fn(*args, **kwargs))
+    return compute
+
+
+def _softmax_rows(scores):
+    """Softmax over the last axis; rows that are entirely -inf give zeros."""
+    import torch
+
+    top = scores.amax(dim=-1, keepdim=True)
+    top = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+    weights = torch.exp(scores - top)
+    total = weights.sum(dim=-1, keepdim=True)
+    return weights / torch.where(total == 0, torch.ones_like(total), total)
+
+
+# -- decode_attention_intensity ----------------------------------------------------------------
+
+_INTENSITY_ARGS = ("heads", "kv_heads", "dim", "n", "batch", "size")
+
+
+def _intensity_args(case) -> dict:
+    values = dict(zip(_INTENSITY_ARGS, case.args))
+    values.setdefault("batch", case.kwargs.get("batch_size", 1))
+    values.setdefault("size", case.kwargs.get("bytes_per_element", 2))
+    return values
+
+
+def _intensity(heads, kv_heads, dim, n, batch, size, *, products=2, read_heads=None,
+               tensors=2, bits=1):
+    """FLOPs / bytes of one decode step, with knobs: ``products`` (2 = scores and weighted
+    sum), ``read_heads`` (heads whose K/V are counted; default the K/V heads), ``tensors``
+    (2 = K and V), ``bits`` (8 counts bits instead of bytes)."""
+    flops = products * 2 * batch * heads * n * dim
+    read_heads = kv_heads if read_heads is None else read_heads
+    return flops / (tensors * batch * read_heads * n * dim * size * bits)
+
+
+class DecodeAttentionIntensity(Exercise):
+    name = "decode_attention_intensity"
+    assignment = "11-serving"
+    rtol, atol = 1e-9, 0.0
+    answer_key_names = ("mla_decode_intensity", "prefill_attention_intensity",
+                        "kv_cache_bytes", "decode_flops")
+
+    def visible_cases(self, rng):
+        n = int(rng.integers(500, 9000))
+        return [
+            Case("32 query heads over 8 K/V heads of 128, 4096 cached tokens, bf16",
+                 (32, 8, 128, 4096)),
+            Case(f"MHA (12 heads, 12 K/V heads), batch 8, float32 cache, {n} tokens",
+                 (12, 12, 64, n), {"batch_size": 8, "bytes_per_element": 4}),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            Case("MQA: 16 heads share 1 K/V head", (16, 1, 64, 2048)),
+            Case("64 heads over 8, an 8-bit cache, batch given positionally",
+                 (64, 8, 128, int(rng.integers(100, 5000)), 3, 1)),
+            Case("128 heads over 8 K/V heads, 131072 tokens", (128, 8, 128, 131072)),
+            Case("40 heads over 5, float32, batch 2", (40, 5, 128, 1000),
+                 {"batch_size": 2, "bytes_per_element": 4}),
+            Case("a single cached token", (4, 2, 16, 1)),
+            Case("12 heads over 4, float32 cache (a fractional intensity)",
+                 (12, 4, 64, int(rng.integers(100, 3000)), 1, 4)),
+        ]
+
+    def expected(self, case):
+        return answer_key(self.name)(*case.args, **case.kwargs)
+
+    def mistakes(self):
+        def wrong(**change):
+            return lambda case: _intensity(**_intensity_args(case), **change)
+
+        def per_query_head(case):
+            values = _intensity_args(case)
+            return _intensity(**values, read_heads=values["heads"])
+
+        return [
+            WrongAnswer("keys_only", "the bytes count only the cached keys: the step reads the "
+                        "values too, so the cache traffic is 2 * B * G * N * d * "
+                        "bytes_per_element.", wrong(tensors=1)),
+            WrongAnswer("per_query_head", "the bytes were counted per query head (H), but "
+                        "query heads of one group share their K/V head, which is read once: "
+                        "count num_kv_heads (G) heads of K and V.", per_query_head),
+            WrongAnswer("bits_not_bytes", "the traffic was counted in bits (8 times the "
+                        "bytes): intensity is FLOPs per byte.", wrong(bits=8)),
+            WrongAnswer("scores_flops_only", "the FLOPs count only the scores q . k; the "
+                        "weighted sum of the values costs as much again (2 * N * d per query "
+                        "head): 4 * B * H * N * d in all. (A multiply-add counted as one FLOP "
+                        "instead of two halves the count the same way.)", wrong(products=1)),
+            WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 "
+                        "bytes per element was used).",
+                        lambda case: _intensity(**{**_intensity_args(case), "size": 2})),
+            WrongAnswer("integer_division", "the FLOPs were divided by the bytes with //, which "
+                        "rounds down: an intensity can be fractional (MHA with a float32 cache "
+                        "does 0.5 FLOPs per byte), so divide with /.",
+                        lambda case: float(math.floor(_intensity(**_intensity_args(case))))),
+        ]
+
+
+# -- paged_attention -----------------------------------------------------------------------------
+
+STALE = 40.0  # magnitude of the garbage in slots and pages a sequence does not own
+
+
+def paged_inputs(rng, seq_lens, *, heads, groups, d, page_size, max_pages, free_pages=3):
+    """q (B, H, d), k_pages / v_pages (num_pages, G, page_size, d), block_table (B, max_pages)
+    and seq_lens (B,): each sequence's pages are scattered over a shuffled pool and listed in
+    an order that is not sorted; every slot no sequence owns holds large stale values."""
+    seq_lens = [int(n) for n in seq_lens]
+    owned = [math.ceil(n / page_size) for n in seq_lens]
+    num_pages = sum(owned) + free_pages
+    k_pages = rng.uniform(-STALE, STALE, size=(num_pages, groups, page_size, d))
+    v_pages = rng.uniform(-STALE, STALE, size=(num_pages, groups, page_size, d))
+    order = rng.permutation(num_pages)
+    table = rng.integers(0, num_pages, size=(len(seq_lens), max_pages))  # stale entries
+    used = 0
+    for b, (n, count) in enumerate(zip(seq_lens, owned)):
+        pages = order[used:used + count]
+        used += count
+        if count >= 2 and np.all(np.diff(pages) > 0):
+            pages = pages[::-1]  # block-table order must differ from sorted order
+        table[b, :count] = pages
+        for t in range(n):
+            page, slot = pages[t // page_size], t % page_size
+            k_pages[page, :, slot] = rng.normal(size=(groups, d))
+            v_pages[page, :, slot] = rng.normal(size=(groups, d))
+    q = rng.normal(size=(len(seq_lens), heads, d))
+    return (q, k_pages, v_pages, table.astype(np.int64), np.asarray(seq_lens, dtype=np.int64))
+
+
+def paged_variant(q, k_pages, v_pages, block_table, seq_lens, *, tiled=False,
+                  sorted_pages=False, swap_page_slot=False, length="exact", scale=None,
+                  nan_empty=False):
+    """Paged decode attention with knobs (torch, float64 inputs).
+
+    ``tiled``: head h reads K/V head h % G; ``sorted_pages``: the sequence's pages are used in
+    sorted order; ``swap_page_slot``: page t % page_size, slot t // page_size; ``length``:
+    "exact" (n keys), "page" (the whole last page), "short" (n - 1), "long" (n + 1);
+    ``nan_empty``: a length-0 sequence gives NaN.
+    """
+    import torch
+
+    batch, heads, d = q.shape
+    groups, page_size = k_pages.shape[1], k_pages.shape[2]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    if tiled:
+        kv_of_head = torch.arange(heads) % groups
+    else:
+        kv_of_head = torch.arange(heads) // (heads // groups)
+    out = torch.zeros(q.shape, dtype=q.dtype)
+    for b in range(batch):
+        n = int(seq_lens[b])
+        used = {"exact": n, "page": math.ceil(n / page_size) * page_size,
+                "short": max(n - 1, 0), "long": n + 1}[length]
+        if n == 0 or used == 0:
+            if nan_empty:
+                out[b] = torch.nan
+            continue
+        row = block_table[b].clone()
+        owned = math.ceil(n / page_size)
+        if sorted_pages:
+            row[:owned] = torch.sort(row[:owned]).values
+        t = torch.arange(used)
+        which, slot = (t % page_size, t // page_size) if swap_page_slot else (
+            t // page_size, t % page_size)
+        pages = row[which]  # raises IndexError past the table, as the learner's code would
+        k = k_pages[pages, :, slot].transpose(0, 1)[kv_of_head]  # (H, used, d)
+        v = v_pages[pages, :, slot].transpose(0, 1)[kv_of_head]  # (H, used, d)
+        scores = (k @ q[b][:, :, None])[..., 0] * scale  # (H, used)
+        out[b] = (_softmax_rows(scores)[:, None, :] @ v)[:, 0]  # (H, d)
+    return out
+
+
+class PagedAttention(TorchExercise):
+    name = "paged_attention"
+    assignment = "11-serving"
+    answer_key_names = ATTENTION_KEYS
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("3 sequences (13, 6, 16 tokens) in pages of 4; 4 query heads over 2 K/V "
+                      "heads", paged_inputs(rng, [13, 6, 16], heads=4, groups=2, d=8,
+                                            page_size=4, max_pages=6)),
+            TorchCase("MHA, pages of 8, lengths 21 and 8",
+                      paged_inputs(rng, [21, 8], heads=2, groups=2, d=16, page_size=8,
+                                   max_pages=4)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("MQA (8 heads over 1), pages of 16, 4 sequences",
+                      paged_inputs(rng, [40, 17, 3, 33], heads=8, groups=1, d=16,
+                                   page_size=16, max_pages=4)),
+            TorchCase("a sequence of length 0 gives zeros",
+                      paged_inputs(rng, [0, 9, 4], heads=4, groups=2, d=8, page_size=4,
+                                   max_pages=4)),
+            TorchCase("float64, one token per page", paged_inputs(
+                rng, [7, 5], heads=2, groups=1, d=4, page_size=1, max_pages=8),
+                dtype="float64"),
+            TorchCase("float16, 6 heads over 3, pages of 4", paged_inputs(
+                rng, [11, 16, 2], heads=6, groups=3, d=16, page_size=4, max_pages=5),
+                dtype="float16"),
+            TorchCase("bfloat16, pages of 8", paged_inputs(
+                rng, [19, 30], heads=4, groups=2, d=8, page_size=8, max_pages=5),
+                dtype="bfloat16"),
+            TorchCase("120 tokens over 8 scattered pages of 16", paged_inputs(
+                rng, [120, 64, 97], heads=8, groups=4, d=8, page_size=16, max_pages=9,
+                free_pages=6)),
+            TorchCase("every sequence fits in one page", paged_inputs(
+                rng, [5, 32, 20], heads=4, groups=4, d=8, page_size=32, max_pages=2),
+                degenerate=True),
+        ]
+
+    def expected(self, case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(answer_key(self.name)(*args, **kwargs))
+
+    def mistakes(self):
+        def variant(**change):
+            return _torch_model(lambda *args: paged_variant(*args, **change))
+
+        return [
+            WrongAnswer("tiled_groups", "query head h read K/V head h % G (the K/V heads tiled) "
+                        "instead of h // (H // G): heads of one group are neighbours, so use "
+                        "repeat_interleave, not repeat.", variant(tiled=True)),
+            WrongAnswer("pages_sorted", "the sequence's pages were read in sorted page-number "
+                        "order; a sequence's pages are scattered over the pool in any order, and "
+                        "only the block table says which comes first: key t is in page "
+                        "block_table[b, t // page_size].", variant(sorted_pages=True)),
+            WrongAnswer("page_slot_swapped", "page and slot are swapped: key t lives in page "
+                        "block_table[b, t // page_size] at slot t % page_size.",
+                        variant(swap_page_slot=True)),
+            WrongAnswer("reads_whole_last_page", "every slot of the sequence's last page was "
+                        "attended to, but the sequence owns only its keys t < seq_lens[b]; the "
+                        "slots after them hold stale keys of an earlier sequence. Mask (or slice "
+                        "away) the keys t >= seq_lens[b].", variant(length="page")),
+            WrongAnswer("drops_last_key", "one key too few: a sequence of length n has keys "
+                        "t = 0 .. n - 1, all of which (the newest included) the query sees.",
+                        variant(length="short")),
+            WrongAnswer("one_key_too_many", "one key too many: keys t = 0 .. seq_lens[b] - 1 "
+                        "belong to the sequence; key seq_lens[b] is a stale slot (use t < "
+                        "seq_len, not t <= seq_len).", variant(length="long")),
+            WrongAnswer("no_scale", "the scores were not multiplied by 1/sqrt(d).",
+                        variant(scale=1.0)),
+            WrongAnswer("nan_for_empty_sequence", "a sequence of length 0 gives NaN (a softmax "
+                        "over no keys); the contract wants a row of zeros.",
+                        variant(nan_empty=True)),
+        ]
+
+
+# -- chunked_prefill -----------------------------------------------------------------------------
+
+def prefill_inputs(rng, batch, n, d_model, num_heads, chunk_size):
+    """x (B, N, d_model), four (d_model, d_model) weights scaled to unit-size projections."""
+    scale = 1 / np.sqrt(d_model)
+    x = rng.normal(size=(batch, n, d_model))
+    weights = [rng.normal(size=(d_model, d_model)) * scale for _ in range(4)]
+    return (x, *weights, num_heads, chunk_size)
+
+
+def n_by_n_limit(case) -> int | None:
+    """N * N (entries of one head's score matrix) when every tensor a chunked answer needs is
+    smaller than that: the chunk's scores (B, H, C, N) and the (B, N, d_model) projections;
+    None when the case is too small to tell."""
+    x, num_heads, chunk = case.args[0], case.args[5], case.args[6]
+    batch, n, d_model = x.shape
+    if batch * num_heads * min(chunk, n) >= n or batch * d_model >= n:
+        return None
+    return n * n
+
+
+def builds_n_by_n(case, meta: dict) -> bool:
+    limit, numel = n_by_n_limit(case), meta.get("largest_numel")
+    return limit is not None and isinstance(numel, int) and numel >= limit
+
+
+def not_chunked(case, meta: dict) -> bool:
+    """A fused attention call (SDPA) took more queries at once than one chunk holds: the
+    prompt was attended to whole (a fused kernel never shows its N x N scores)."""
+    queries, chunk = meta.get("fused_queries"), case.args[6]
+    return isinstance(queries, int) and queries > chunk
+
+
+def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="bottom_right",
+                    drop_partial=False, scale=None, output_projection=True):
+    """Chunked causal self-attention with knobs (torch, float64 inputs).
+
+    ``mask``: "bottom_right" (right), "top_left" (query i of a chunk sees keys 0..i: SDPA's
+    is_causal on a (C, stop) block), "own_chunk" (a chunk sees only its own keys, causally),
+    "none_in_chunk" (a chunk sees all its own keys, future included), "excludes_self"
+    (j < position); ``drop_partial``: the last partial chunk gives zero rows.
+    """
+    import torch
+
+    batch, n, d_model = x.shape
+    d_head = d_model // num_heads
+    scale = 1 / math.sqrt(d_head) if scale is None else scale
+
+    def split(t):
+        return t.reshape(batch, -1, num_heads, d_head).transpose(1, 2)
+
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)  # (B, H, N, d_head)
+    out = torch.zeros((batch, num_heads, n, d_head), dtype=x.dtype)
+    last = n - n % chunk_size if drop_partial else n
+    for start in range(0, last, chunk_size):
+        stop = min(start + chunk_size, n)
+        first_key = start if mask == "own_chunk" else 0
+        scores = q[:, :, start:stop] @ k[:, :, first_key:stop].transpose(-2, -1) * scale
+        rows = torch.arange(start, stop)[:, None]  # absolute query positions
+        keys = torch.arange(first_key, stop)[None, :]  # absolute key positions
+        if mask == "top_left":
+            allowed = keys <= rows - start
+        elif mask == "none_in_chunk":
+            allowed = keys < stop
+        elif mask == "excludes_self":
+            allowed = keys < rows
+        else:  # bottom_right and own_chunk
+            allowed = keys <= rows
+        scores = scores.masked_fill(~allowed, -torch.inf)
+        out[:, :, start:stop] = _softmax_rows(scores) @ v[:, :, first_key:stop]
+    merged = out.transpose(1, 2).reshape(batch, n, d_model)
+    return merged @ w_o if output_projection else merged
+
+
+class ChunkedPrefill(TorchExercise):
+    name = "chunked_prefill"
+    assignment = "11-serving"
+    answer_key_names = ATTENTION_KEYS
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("N=96 in chunks of 16 (memory measured)",
+                      prefill_inputs(rng, 1, 96, 16, 2, 16)),
+            TorchCase("batch 2, N=50 in chunks of 12 (the last chunk has 2 queries)",
+                      prefill_inputs(rng, 2, 50, 16, 4, 12)),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("N=130 in chunks of 20 (last chunk partial, memory measured)",
+                      prefill_inputs(rng, 1, 130, 24, 3, 20)),
+            TorchCase("N=64 in chunks of 16 (memory measured)",
+                      prefill_inputs(rng, 1, 64, 16, 2, 16)),
+            TorchCase("float64, chunks of 1 (token by token)",
+                      prefill_inputs(rng, 1, 12, 8, 2, 1), dtype="float64"),
+            TorchCase("float16, N=40 in chunks of 16", prefill_inputs(rng, 1, 40, 32, 4, 16),
+                      dtype="float16"),
+            TorchCase("bfloat16, N=33 in chunks of 8", prefill_inputs(rng, 2, 33, 16, 2, 8),
+                      dtype="bfloat16"),
+            TorchCase("chunk_size larger than N (one chunk)",
+                      prefill_inputs(rng, 2, 10, 16, 4, 32), degenerate=True),
+        ]
+
+    def call(self, func, case):
+        args, kwargs = case_tensors(case)
+        try:
+            with one_thread(), torch_only(self.name):
+                (output, calls), numel, shape = largest_new_tensor(
+                    watch_attention_calls, func, *args, **kwargs)
+        except LeftTorch as error:
+            return None, {"output_kind": "left_torch", "left_torch": str(error)}
+        return output, {"output_kind": output_kind(output), "largest_numel": numel,
+                        "largest_shape": shape, "fused_queries": max(calls.queries, default=0)}
+
+    def expected(self, case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(answer_key(self.name)(*args, **kwargs))
+
+    def judge_case(self, case, received, meta):
+        if meta.get("left_torch"):
+            return ("the tensors left torch while it ran (.numpy(), np.asarray, .tolist() or "
+                    ".item()), so its memory could not be measured")
+        problem = super().judge_case(case, received, meta)
+        if problem is None and builds_n_by_n(case, meta):
+            return (f"right output, but it allocated a tensor of shape "
+                    f"{tuple(meta.get('largest_shape') or ())} ({meta['largest_numel']:,} "
+                    f"entries), at least N x N = {n_by_n_limit(case):,}")
+        if problem is None and not_chunked(case, meta):
+            return (f"right output, but one scaled_dot_product_attention call took "
+                    f"{meta['fused_queries']} queries at once (chunk_size is {case.args[6]})")
+        return problem
+
+    def reproduces(self, case, compute, received):
+        """The last partial chunk dropped may come back as zero rows or as a shorter output."""
+        shape = getattr(received, "shape", None)
+        n = case.args[0].shape[1]
+        if shape is not None and len(shape) == 3 and shape[1] < n:
+            try:
+                wrong = compute(case)
+            except Exception:
+                return False
+            if shape[1] != n - n % case.args[6] or wrong.shape[1] != n:
+                return False
+            return super().reproduces(case, lambda _: wrong[:, :shape[1]], received)
+        return super().reproduces(case, compute, received)
+
+    def mistakes(self):
+        def variant(**change):
+            return _torch_model(lambda *args: chunked_variant(*args, **change))
+
+        return [
+            Symptom("builds_n_by_n", "the result is right, but somewhere a tensor with N x N "
+                    "entries was built (the whole score matrix, its weights, or a full N x N "
+                    "mask). Chunked prefill exists to avoid that: give each chunk a score block "
+                    "of (chunk, keys so far) and a mask of the same shape.",
+                    lambda case, received, meta: builds_n_by_n(case, meta)),
+            Symptom("not_chunked", "the result is right, but F.scaled_dot_product_attention "
+                    "attended to more queries at once than one chunk holds (the whole prompt): "
+                    "a fused kernel hides the N x N scores, but the point of chunked prefill is "
+                    "to process chunk_size queries per step, against the cache of earlier "
+                    "chunks. Call it once per chunk, with a (chunk, keys so far) mask.",
+                    lambda case, received, meta: not_chunked(case, meta)),
+            Symptom("leaves_torch", "the tensors left torch while it ran (.numpy(), np.asarray, "
+                    ".tolist() or .item()): the check measures the memory your function uses "
+                    "in torch, so keep the whole computation in torch.",
+                    lambda case, received, meta: bool(meta.get("left_torch"))),
+            WrongAnswer("top_left_mask", "the causal mask inside a chunk is aligned top-left: "
+                        "with C queries over `stop` keys (F.scaled_dot_product_attention's "
+                        "is_causal does this), query i sees keys 0..i only. Query i of the chunk "
+                        "sits at position start + i: use the bottom-right mask causal_mask(C, "
+                        "stop) from lesson 04.", variant(mask="top_left")),
+            WrongAnswer("chunk_ignores_cache", "each chunk attends only to its own keys: the "
+                        "keys and values of earlier chunks must stay in the cache and be "
+                        "attended to as well.", variant(mask="own_chunk")),
+            WrongAnswer("no_mask_in_chunk", "inside a chunk every query sees all the chunk's "
+                        "keys, later ones included: earlier chunks are fully visible, but the "
+                        "chunk's own keys need the causal mask.", variant(mask="none_in_chunk")),
+            WrongAnswer("causal_excludes_self", "the causal mask is off by one: each token must "
+                        "see itself too (key j <= query position, not j <).",
+                        variant(mask="excludes_self")),
+            WrongAnswer("drops_last_partial_chunk", "the last, shorter chunk is skipped when N "
+                        "is not a multiple of chunk_size: loop over range(0, N, chunk_size) and "
+                        "clip the chunk's end at N.", variant(drop_partial=True)),
+            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+                        variant(scale=1.0)),
+            WrongAnswer("no_output_projection", "the merged heads were returned without the "
+                        "output projection w_o.", variant(output_projection=False)),
+        ]
+
+
+EXERCISES = {e.name: e for e in (DecodeAttentionIntensity(), PagedAttention(), ChunkedPrefill())}
