@@ -1,8 +1,8 @@
-"""Size of the key/value cache kept during generation (lesson 06 answer key). Plain ints."""
+"""Size of the key/value cache kept during generation (lesson 06 and 10 answer keys). Plain ints."""
 
 from __future__ import annotations
 
-from mhalib.validate import positive_int
+from mhalib.validate import non_negative_int, positive_int
 
 
 def kv_cache_bytes(
@@ -46,3 +46,28 @@ def max_cached_tokens(
     budget = positive_int("memory_bytes", memory_bytes)
     per_token = kv_cache_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_element)
     return budget // per_token
+
+
+def mla_kv_cache_bytes(
+    num_layers: int,
+    kv_lora_rank: int,
+    rope_head_dim: int,
+    seq_len: int,
+    batch_size: int = 1,
+    bytes_per_element: int = 2,
+) -> int:
+    """Bytes of a multi-head latent attention cache (lesson 10 answer key):
+    layers * (kv_lora_rank + rope_head_dim) * N * B * bytes.
+
+    Per token and layer MLA keeps one latent vector of ``kv_lora_rank`` numbers, from which
+    every head's key AND value are recomputed (so no factor 2, and no head count), plus one
+    rotated key of ``rope_head_dim`` numbers shared by all heads (DeepSeek's decoupled RoPE).
+    DeepSeek-V3: 61 * (512 + 64) * 2 = 70,272 bytes per token in bf16.
+    """
+    layers = positive_int("num_layers", num_layers)
+    rank = positive_int("kv_lora_rank", kv_lora_rank)
+    rope = non_negative_int("rope_head_dim", rope_head_dim)
+    n = positive_int("seq_len", seq_len)
+    b = positive_int("batch_size", batch_size)
+    size = positive_int("bytes_per_element", bytes_per_element)
+    return layers * (rank + rope) * n * b * size
