@@ -92,11 +92,20 @@ LESSONS: tuple[Lesson, ...] = (
            {"repeat_kv": _REF + "gqa", "grouped_query_attention": _REF + "gqa",
             "kv_cache_bytes": _ACC + "kv_cache", "decode_with_cache": _REF + "gqa"}, "torch"),
     Lesson("07-flash", "flash_attention.ipynb", "Online softmax and flash attention",
-           {"online_softmax_attention": _REF + "flash"}, "torch"),
+           {"merge_attention_states": _REF + "flash",
+            "online_softmax_attention": _REF + "flash"}, "torch"),
     # 08 trains a small model in the notebook: two minutes instead of the default 30 s
     Lesson("08-heads", "what_heads_learn.ipynb", "What heads learn",
            {"previous_token_score": _REF + "heads", "induction_score": _REF + "heads"}, "torch",
            run_budget_s=120.0),
+    Lesson("09-rope", "rope.ipynb", "Positions: rotary embeddings",
+           {"rope_angles": _REF + "rope", "apply_rope": _REF + "rope"}, "torch"),
+    Lesson("10-mla", "mla.ipynb", "Multi-head latent attention",
+           {"mla_kv_cache_bytes": _ACC + "kv_cache", "mla_attention": _REF + "mla",
+            "absorb_mla_weights": _REF + "mla"}, "torch"),
+    Lesson("11-serving", "serving.ipynb", "Serving: decode, paged KV cache, chunked prefill",
+           {"decode_attention_intensity": _REF + "serving", "paged_attention": _REF + "serving",
+            "chunked_prefill": _REF + "serving"}, "torch"),
 )
 
 

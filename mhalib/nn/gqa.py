@@ -6,6 +6,11 @@ multi-head attention, ``num_kv_heads == 1`` is multi-query attention.
 
 The Q, K and V projections are one fused ``nn.Linear`` (one GEMM for self-attention), laid
 out like ``nn.MultiheadAttention.in_proj_weight``: rows [W_q; W_k; W_v].
+
+Optional rotary position embeddings (``rope_base``, off by default): queries and keys are
+rotated after the head split (the "rotate half" layout, :mod:`mhalib.nn.rope`), at positions
+counted from the KV cache's length, and keys enter the cache already rotated, so decoding never
+rotates a cached key again.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from torch import nn
 from mhalib import validate
 from mhalib.nn.functional import attend
 from mhalib.nn.kv_cache import KVCache
+from mhalib.nn.rope import apply_rotary
 
 
 class GroupedQueryAttention(nn.Module):
@@ -35,6 +41,7 @@ class GroupedQueryAttention(nn.Module):
         bias: bool = False,
         device=None,
         dtype: torch.dtype | None = None,
+        rope_base: float | None = None,
     ) -> None:
         super().__init__()
         self.d_model = validate.positive_int("d_model", d_model)
@@ -44,6 +51,7 @@ class GroupedQueryAttention(nn.Module):
         validate.divisible("num_heads", self.num_heads, "num_kv_heads", self.num_kv_heads)
         validate.boolean("bias", bias)
         self.head_dim = self.d_model // self.num_heads
+        self.rope_base = _check_rope_base(rope_base, self.head_dim)
         self.kv_dim = self.num_kv_heads * self.head_dim
         factory = {"device": device, "dtype": dtype}
         # rows: [W_q (d_model); W_k (kv_dim); W_v (kv_dim)], nn.Linear's (out, in) layout
@@ -72,12 +80,18 @@ class GroupedQueryAttention(nn.Module):
         attn_mask: bool, True = may attend, broadcastable to (B, H, N_q, N_k) where N_k
         counts cached keys too. causal: bottom-right aligned, so with a cache holding
         earlier tokens the new queries see all of them. kv_cache: new keys/values are
-        appended and attention runs over everything stored.
+        appended and attention runs over everything stored. With ``rope_base`` set, the new
+        queries sit at positions ``kv_cache.length + arange(N_q)`` (0 without a cache) and the
+        new keys at ``kv_cache.length + arange(N_k)``.
         """
         q, k, v = self._project(query, key, value)  # (B, H, N_q, d), (B, G, N_k, d) x2
+        if kv_cache is not None and not isinstance(kv_cache, KVCache):
+            raise TypeError(f"kv_cache must be a KVCache, got type {type(kv_cache).__name__}")
+        if self.rope_base is not None:  # new tokens sit after everything already cached
+            start = kv_cache.length if kv_cache is not None else 0
+            q = apply_rotary(q, _positions(start, q.shape[2], q.device), self.rope_base)
+            k = apply_rotary(k, _positions(start, k.shape[2], k.device), self.rope_base)
         if kv_cache is not None:
-            if not isinstance(kv_cache, KVCache):
-                raise TypeError(f"kv_cache must be a KVCache, got type {type(kv_cache).__name__}")
             k, v = kv_cache.append(k, v)  # (B, G, length, d) each
         ctx = attend(q, k, v, attn_mask=attn_mask, causal=causal)  # (B, H, N_q, d)
         batch, n_q = query.shape[0], query.shape[1]
@@ -133,7 +147,24 @@ class GroupedQueryAttention(nn.Module):
             )
 
     def extra_repr(self) -> str:
-        return (
+        text = (
             f"d_model={self.d_model}, num_heads={self.num_heads}, "
             f"num_kv_heads={self.num_kv_heads}, head_dim={self.head_dim}"
         )
+        return text if self.rope_base is None else f"{text}, rope_base={self.rope_base:g}"
+
+
+def _positions(start: int, n: int, device) -> torch.Tensor:
+    """Positions start, ..., start + n - 1 as an int64 tensor."""
+    return torch.arange(start, start + n, device=device)
+
+
+def _check_rope_base(rope_base, head_dim: int) -> float | None:
+    """None (no positions) or a float base > 1 for a layer with an even head_dim."""
+    if rope_base is None:
+        return None
+    if isinstance(rope_base, bool) or not isinstance(rope_base, (int, float)) or not rope_base > 1:
+        raise ValueError(f"rope_base must be None or a number > 1, got rope_base={rope_base!r}")
+    if head_dim % 2:
+        raise ValueError(f"rope_base={rope_base!r} needs an even head_dim, got head_dim={head_dim}")
+    return float(rope_base)

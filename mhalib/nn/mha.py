@@ -16,7 +16,8 @@ from mhalib.nn.gqa import GroupedQueryAttention
 
 
 class MultiHeadAttention(GroupedQueryAttention):
-    """Standard MHA: ``num_heads`` heads of size ``d_model // num_heads``, bias by default.
+    """Standard MHA: ``num_heads`` heads of size ``d_model // num_heads``, bias by default;
+    rotary position embeddings with ``rope_base`` (off by default).
 
     (B, N_q, d_model) -> (B, N_q, d_model); see :class:`GroupedQueryAttention.forward`
     for masks, causal attention and the KV cache.
@@ -29,8 +30,10 @@ class MultiHeadAttention(GroupedQueryAttention):
         bias: bool = True,
         device=None,
         dtype: torch.dtype | None = None,
+        rope_base: float | None = None,
     ) -> None:
-        super().__init__(d_model, num_heads, num_heads, bias=bias, device=device, dtype=dtype)
+        super().__init__(d_model, num_heads, num_heads, bias=bias, device=device, dtype=dtype,
+                         rope_base=rope_base)
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
