@@ -33,9 +33,9 @@ QUESTIONS = {
     ),
     "qc_rope_wavelength": FillIn(
         id="qc_rope_wavelength",
-        prompt="Pair i of a head of width d turns by base ** (-2 i / d) radians per token. How "
-               "many tokens apart are two positions at which pair i points in exactly the same "
-               "direction again (one full turn)? Use the names i, d and base (math and np are "
+        prompt="Pair i of a head of width d turns by base ** (-2 i / d) radians per token. "
+               "After how many tokens has it made exactly one full turn (its wavelength, in "
+               "general not a whole number)? Use the names i, d and base (math and np are "
                "available).",
         template="wavelength = ____",
         scenarios=[_pair(0, 128, 10000.0), _pair(63, 128, 10000.0), _pair(32, 64, 500000.0),
@@ -59,8 +59,8 @@ QUESTIONS = {
         key="38f295f35c0ca834997c",
         explanation="Position t attends to the set of tokens 0..t, with no order inside it. "
                     "Positions 0 and 1 never see either token; from position 5 on the set "
-                    "holds both, so it is unchanged, except at position 5 itself, whose query "
-                    "is now the old token 2 (which used to see only tokens 0-2). Positions 2, 3 "
+                    "holds both, so it is unchanged, except at position 5 itself, where the "
+                    "query now comes from the old token 2 instead of token 5. Positions 2, 3 "
                     "and 4 see token 5 where token 2 was.",
         why_wrong={0: "Without a mask that holds; the mask makes the set a query sees depend on "
                       "where it stands, so a token moved across other tokens changes what "
@@ -84,8 +84,10 @@ QUESTIONS = {
         explanation="A key's rotation depends on its own position only, and q_t . k_n then "
                     "depends on t - n by itself: each key is rotated once, before it is "
                     "cached, and never touched again.",
-        why_wrong={0: "That would be needed if keys were stored by distance; RoPE rotates by "
-                      "absolute position, and the dot product turns that into the distance.",
+        why_wrong={0: "Each cached key already carries the rotation of its own position n, and "
+                      "the dot product with the query rotated at t turns the two into the "
+                      "distance t - n by itself. Rotating the cached keys again would change "
+                      "that distance, and cost work that grows with t at every step.",
                    2: "The new token is at position t, not 0: a decode step that restarts "
                       "positions at 0 puts every new token at the start of the sequence.",
                    3: "The new query and key have not been rotated yet; without their "

@@ -14,10 +14,11 @@ import numpy as np
 from mhalib.viz.explorer import figure_explorer
 
 # Published context lengths and RoPE settings (Hugging Face config.json of each model):
-# meta-llama/Llama-2-7b-hf: max_position_embeddings 4096, rope_theta 10000.0 (the default);
-# meta-llama/Llama-3.1-8B: head_dim 128, rope_theta 500000.0, max_position_embeddings 131072,
-# rope_scaling {rope_type "llama3", factor 8.0, low_freq_factor 1.0, high_freq_factor 4.0,
-# original_max_position_embeddings 8192}.
+# meta-llama/Llama-2-7b-hf: max_position_embeddings 4096 and no rope_theta entry, so
+# LlamaConfig's default 10000.0 applies (the theta=10000.0 of Meta's own Llama code);
+# meta-llama/Llama-3.1-8B: hidden_size 4096 over 32 heads (head_dim 128), rope_theta 500000.0,
+# max_position_embeddings 131072, rope_scaling {rope_type "llama3", factor 8.0,
+# low_freq_factor 1.0, high_freq_factor 4.0, original_max_position_embeddings 8192}.
 LLAMA2_CONTEXT = 4096
 LLAMA3_ORIGINAL_CONTEXT = 8192
 LLAMA31_CONTEXT = 131072
@@ -132,7 +133,7 @@ def wavelength_figure(head_dim: int = 128):
     for label, wavelengths, colour, style in curves:
         ax.semilogy(pairs, wavelengths, style, color=colour, label=label)
     for tokens, label in ((LLAMA2_CONTEXT, "Llama 2 context 4096"),
-                          (LLAMA3_ORIGINAL_CONTEXT, "Llama 3 pre-training 8192"),
+                          (LLAMA3_ORIGINAL_CONTEXT, "Llama 3 context 8192"),
                           (LLAMA31_CONTEXT, "Llama 3.1 context 131072")):
         ax.axhline(tokens, color="grey", lw=0.8, ls=":")
         ax.annotate(label, (0, tokens), va="bottom", fontsize=8, color="dimgrey")
