@@ -1,9 +1,13 @@
 """Checkers for lesson 06: ``repeat_kv``, ``grouped_query_attention``, ``kv_cache_bytes`` and
 ``decode_with_cache`` (torch, except the plain-int cache size).
 
-``decode_with_cache`` is judged on its output *and* on its work: the probe counts its FLOPs,
-and a decoder that projects the whole prefix again at every step (or reruns the layer on it)
-does far more than projecting one token per step, even when its output is right.
+``decode_with_cache`` is judged on its output *and* on its work. The probe watches every matrix
+product (:func:`mhalib.checks.work.watch_products`): a decoder that projects the whole prefix
+again at every step (or reruns the layer on it) does far more FLOPs than projecting one token
+per step, and one that never decodes (a single causal pass, or every token projected before the
+loop) has a projection that takes many tokens at once, though its output and FLOPs are right.
+The probe runs under :func:`mhalib.checks.work.torch_only`, so the prefix cannot be recomputed
+in numpy where the measurement would not see it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ import numpy as np
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
+from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.slips import WrongAnswers
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -22,7 +28,7 @@ from mhalib.checks.torch_exercise import (
     one_thread,
     output_kind,
 )
-from mhalib.checks.work import count_flops
+from mhalib.checks.work import LeftTorch, torch_only, watch_products
 
 
 def _reference(name, case):
@@ -92,6 +98,17 @@ class RepeatKV(TorchExercise):
             WrongAnswer("feature_axis", "the copies were stacked along the feature axis (dim -1), "
                         "not the head axis (dim 1).",
                         _torch(lambda x, n: torch.repeat_interleave(x, n, dim=-1))),
+            WrongAnswer("batch_axis", "the copies were stacked along the batch axis (dim 0), not "
+                        "the head axis (dim 1).",
+                        _torch(lambda x, n: torch.repeat_interleave(x, n, dim=0))),
+            WrongAnswer("not_flattened", "the result is 5-D (B, G, n_rep, N, d): after expanding "
+                        "a new axis, reshape to (B, G * n_rep, N, d).",
+                        _torch(lambda x, n: x[:, :, None].expand(-1, -1, n, -1, -1))),
+            WrongAnswer("flattened", "the result is 1-D: repeat_interleave without dim= "
+                        "flattens the tensor first; pass dim=1.",
+                        _torch(lambda x, n: torch.repeat_interleave(x, n))),
+            WrongAnswer("ignores_n_rep", "the groups came back unrepeated (B, G, N, d): repeat "
+                        "each group n_rep times along dim 1.", _torch(lambda x, n: x)),
         ]
 
 
@@ -150,6 +167,16 @@ class GroupedQueryAttention(TorchExercise):
                 return as_numpy(gqa_variant(*args, **settings))
             return compute
 
+        def reused(keys, values):
+            """GQA whose keys and values are projected with the weights named."""
+            def compute(case):
+                args, kwargs = exact_inputs(case)
+                x, w_q, w_k, w_v, w_o, *heads = args
+                weights = {"w_k": w_k, "w_v": w_v}
+                return as_numpy(gqa_variant(x, w_q, weights[keys], weights[values], w_o, *heads,
+                                            causal=kwargs.get("causal", False)))
+            return compute
+
         return [
             WrongAnswer("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
                         "h // (num_heads // num_kv_heads): the K/V heads were tiled (x.repeat) "
@@ -174,7 +201,29 @@ class GroupedQueryAttention(TorchExercise):
                         variant(split_without_transpose=True)),
             WrongAnswer("no_output_projection", "the merged heads were returned without the output "
                         "projection w_o.", variant(output_projection=False)),
+            WrongAnswer("swapped_k_v", "keys and values swapped roles (x @ w_v used as keys, x @ "
+                        "w_k as values): the scores use the keys, the output mixes the values.",
+                        variant(swap_kv=True)),
+            WrongAnswer("softmax_over_queries", "the softmax ran over the queries (dim=-2): each "
+                        "query's weights over the keys must sum to 1, dim=-1.",
+                        variant(softmax_axis=-2)),
+            WrongAnswer("merge_without_transpose", "the split is right but the heads were merged "
+                        "by a plain reshape of (B, H, N, d_head), which mixes positions and "
+                        "heads: transpose(1, 2) to (B, N, H, d_head) first, then reshape.",
+                        variant(merge_without_transpose=True)),
+            WrongAnswers("projection_weight_reused", "the keys or the values were projected "
+                         "with the other's weight (v = x @ w_k, say: a copy-paste slip): keys "
+                         "use w_k, values use w_v.", reused(keys="w_k", values="w_k"),
+                         lambda c: [reused(keys="w_v", values="w_v")(c)]),
+            Symptom("returns_weights_too", "the function returned a tuple whose first element is "
+                    "the right output: return only the output tensor (B, N, d_model).",
+                    lambda case, received, meta: self._first_is_right(case, received)),
         ]
+
+    def _first_is_right(self, case, received) -> bool:
+        return (isinstance(received, tuple) and len(received) >= 2
+                and difference(self.expected_once(case), received[0],
+                               *self.tolerance(case)) is None)
 
 
 # -- kv_cache_bytes --------------------------------------------------------------------------
@@ -235,10 +284,28 @@ class KVCacheBytes(Exercise):
                         "multiply by batch_size.", wrong(batch=1)),
             WrongAnswer("elements_not_bytes", "that is the number of cached elements; multiply by "
                         "bytes_per_element to get bytes.", wrong(size=1)),
-            WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 bytes "
-                        "per element was used).", wrong(size=2)),
+            WrongAnswers("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 or "
+                         "4 bytes per element was used): multiply by the bytes_per_element "
+                         "given.", wrong(size=2), lambda c: [wrong(size=4)(c)]),
             WrongAnswer("bits_not_bytes", "that is bits, not bytes (8 times too many).",
                         wrong(factor=16)),
+            WrongAnswers("per_token", "that is the cache of ONE token (per sequence), an "
+                         "intermediate: multiply by seq_len (and batch_size) for the whole "
+                         "cache.", wrong(n=1, batch=1), lambda c: [_cache(**{**_cache_args(c),
+                                                                             "n": 1})]),
+            WrongAnswers("wrong_unit", "the size came back in GiB, GB, MiB or KiB: return it in "
+                         "bytes (do not divide by 2**30 or 1e9).",
+                         lambda c: _cache(**_cache_args(c)) / 2**30,
+                         lambda c: [_cache(**_cache_args(c)) / unit
+                                    for unit in (1e9, 2**20, 1e6, 2**10, 1e3)]),
+            WrongAnswer("divided_by_8", "that is 8 times too few: bytes_per_element is already "
+                        "in bytes, do not divide by 8.", wrong(factor=2 / 8)),
+            WrongAnswer("no_kv_heads", "the cache of ONE K/V head: every layer caches "
+                        "num_kv_heads heads of head_dim each, multiply by num_kv_heads.",
+                        wrong(kv_heads=1)),
+            WrongAnswer("no_head_dim", "the cache of one number per K/V head: each cached key "
+                        "or value is a vector of head_dim entries, multiply by head_dim.",
+                        wrong(head_dim=1)),
         ]
 
 
@@ -258,6 +325,19 @@ def decode_flop_budget(case) -> int:
     projections = 2 * batch * n * d_model * (2 * d_model + 2 * kv_width)
     dense_attention = 4 * batch * n * n * d_model
     return int(projections + ATTENTION_SLACK * dense_attention)
+
+
+def projection_tokens(products, d_model: int) -> int:
+    """The most tokens one projection took: over the matrix products that contract over
+    d_model (x @ w_q, w_k, w_v, a fused QKV, the output @ w_o; attention contracts over d_head
+    or over the keys, fewer than d_model in every case), batch * the smaller free side."""
+    sizes = [batch * min(m, n) for _, batch, m, k, n in products if k == d_model]
+    return max(sizes, default=0)
+
+
+def _cases_batch_and_length(case) -> tuple[int, int]:
+    batch, n, _ = case.args[0].shape
+    return batch, n
 
 
 class DecodeWithCache(TorchExercise):
@@ -285,19 +365,33 @@ class DecodeWithCache(TorchExercise):
 
     def call(self, func, case):
         args, kwargs = case_tensors(case)
-        with one_thread():
-            output, flops = count_flops(func, *args, **kwargs)
-        return output, {"output_kind": output_kind(output), "flops": flops}
+        try:
+            with one_thread(), torch_only(self.name):
+                output, watch = watch_products(func, *args, **kwargs)
+        except LeftTorch as error:
+            return None, {"output_kind": "left_torch", "left_torch": str(error)}
+        return output, {"output_kind": output_kind(output), "flops": watch.flops,
+                        "projection_tokens": projection_tokens(watch.products,
+                                                               case.args[0].shape[-1])}
 
     def expected(self, case):
         return _reference(self.name, case)
 
     def judge_case(self, case, received, meta):
+        if meta.get("left_torch"):
+            return f"left torch while it ran: {meta['left_torch']}"
         problem = super().judge_case(case, received, meta)
-        if problem is None and self._over_budget(case, meta):
+        if problem is not None:
+            return problem
+        if self._over_budget(case, meta):
             return (f"right output, but {meta['flops']:,} FLOPs where projecting one token per "
                     f"step needs at most {decode_flop_budget(case):,}")
-        return problem
+        if self._not_stepwise(case, meta):
+            batch, n = _cases_batch_and_length(case)
+            return (f"right output, but one projection took {meta['projection_tokens']} tokens "
+                    f"at once; decoding {n} tokens (batch {batch}) one per step projects "
+                    f"{batch} at a time")
+        return None
 
     @staticmethod
     def _over_budget(case, meta) -> bool:
@@ -305,6 +399,16 @@ class DecodeWithCache(TorchExercise):
         flops = meta.get("flops")
         return (isinstance(flops, int) and n >= MIN_STEPS_FOR_WORK_CHECK
                 and flops > decode_flop_budget(case))
+
+    def _right(self, case, received) -> bool:
+        """The output itself is right (a work symptom names only work, never wrong values)."""
+        return difference(self.expected_once(case), received, *self.tolerance(case)) is None
+
+    @staticmethod
+    def _not_stepwise(case, meta) -> bool:
+        batch, n = _cases_batch_and_length(case)
+        tokens = meta.get("projection_tokens")
+        return isinstance(tokens, int) and n >= 2 and tokens > batch
 
     def mistakes(self):
         def stepwise(**change):
@@ -314,11 +418,25 @@ class DecodeWithCache(TorchExercise):
             return compute
 
         return [
+            Symptom("leaves_torch", "the function took tensors out of torch (.numpy(), "
+                    "np.asarray, .tolist() or .item()). This exercise is checked by watching "
+                    "the work done in torch, and work done in numpy or Python could not be seen: "
+                    "keep the cache and every step in torch.",
+                    lambda case, received, meta: bool(meta.get("left_torch"))),
             Symptom("recomputes_prefix", "the output is right, but every step projects the whole "
                     "prefix again (or reruns the layer on it): the work grows like N^2 projections "
                     "(N^3 attention) instead of N. Keep the K and V of past tokens in a cache and "
                     "project only the new token.",
-                    lambda case, received, meta: self._over_budget(case, meta)),
+                    lambda case, received, meta: (self._over_budget(case, meta)
+                                                  and self._right(case, received))),
+            Symptom("projects_all_tokens_at_once", "the output is right, but it does not decode: "
+                    "one projection took many tokens at once (a single causal pass over the "
+                    "whole sequence, or every token's keys and values projected before the loop). "
+                    "When decoding, token t + 1 only exists after step t has produced its output, "
+                    "so step t projects only token t (x[:, t:t+1] @ w_q, w_k, w_v, and its output "
+                    "@ w_o), appends its key and value to the cache, and attends over the cache.",
+                    lambda case, received, meta: (self._not_stepwise(case, meta)
+                                                  and self._right(case, received))),
             WrongAnswer("top_left_causal", "each step's query only sees the first key: "
                         "F.scaled_dot_product_attention(is_causal=True) aligns the mask top-left, "
                         "so one query over t keys sees key 0 only. The newest token may see the "

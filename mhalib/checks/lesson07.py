@@ -1,15 +1,28 @@
-"""Checker for lesson 07: ``online_softmax_attention`` (torch).
+"""Checkers for lesson 07: ``merge_attention_states`` and ``online_softmax_attention`` (torch).
 
-Judged on its output and on its memory: the probe records the largest tensor any op
-allocated while it ran. Exact attention that materialises the (N_q, N_k) scores, even one
-block at a time glued back together, allocates B * H * N_q * N_k elements at once; the online
-softmax never needs more than B * H * N_q * max(block_size, d).
+``merge_attention_states`` is judged on both returned tensors (the merged output and the
+merged log-sum-exp): rows of lse near +-1e4, rows where one set or both sets are empty.
+
+``online_softmax_attention`` is judged on its output, on its memory and on its independence of
+``block_size``. The probe records the largest tensor any op allocated while it ran: exact
+attention that materialises the (N_q, N_k) scores, even one block at a time glued back
+together, allocates B * H * N_q * N_k elements at once; the online softmax never needs more
+than B * H * N_q * max(block_size, d). It runs under :func:`mhalib.checks.work.torch_only`, so
+the scores cannot be built in numpy where the watch would not see them. And it calls the
+function a second time with all the keys in one block, where the case splits them into several:
+exact attention does not depend on how the keys are split, and a function that is right with
+one block but not with several combines its blocks wrongly (the rescale by
+exp(old_max - new_max)).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import online_softmax_variant
+from mhalib.checks.compare import difference
+from mhalib.checks.encoding import EncodingError, decode, encode, to_plain
 from mhalib.checks.exercise import Symptom, WrongAnswer
 from mhalib.checks.torch_exercise import (
     TorchCase,
@@ -20,11 +33,248 @@ from mhalib.checks.torch_exercise import (
     one_thread,
     output_kind,
 )
-from mhalib.checks.work import largest_new_tensor
+from mhalib.checks.work import LeftTorch, largest_new_tensor, torch_only
 
 # the memory check applies when the keys span at least this many blocks (and head widths)
 MIN_BLOCKS_FOR_MEMORY_CHECK = 4
 
+
+# -- merge_attention_states ------------------------------------------------------------------
+
+def partial_states(rng, lead, n_q, d_v, *, spread=3.0, offsets=0.0, empty_a=(), empty_b=()):
+    """(out_a, lse_a, out_b, lse_b) for ``lead + (n_q, d_v)`` outputs: normalised outputs are
+    convex combinations of values, here about unit size; lse = offset (per query, or one for
+    all) + spread * N(0, 1). Queries in ``empty_a`` / ``empty_b`` see no key of that set:
+    lse -inf and a zero output row."""
+    shape = tuple(lead) + (n_q,)
+    states = []
+    for empty in (empty_a, empty_b):
+        out = rng.normal(size=shape + (d_v,))
+        lse = np.asarray(offsets, dtype=float) + spread * rng.normal(size=shape)
+        rows = list(empty)
+        lse[..., rows] = -np.inf
+        out[..., rows, :] = 0.0
+        states += [out, lse]
+    return tuple(states)
+
+
+def _both_empty_rows(case):
+    """Bool (..., N_q): rows where neither set has a key."""
+    return np.isneginf(case.args[1]) & np.isneginf(case.args[3])
+
+
+def _merge_torch(out_a, lse_a, out_b, lse_b, *, shift=True, normalise=True, guard=True):
+    """The merge with knobs, in torch: ``shift`` subtracts the larger lse before exp;
+    ``normalise`` divides by the total weight; ``guard`` keeps rows with both sets empty
+    from 0 / 0."""
+    import torch
+
+    if shift:
+        top = torch.maximum(lse_a, lse_b)
+        if guard:
+            top = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+    else:
+        top = torch.zeros_like(lse_a)
+    w_a, w_b = torch.exp(lse_a - top), torch.exp(lse_b - top)
+    total = w_a + w_b
+    lse = top + torch.log(total)
+    if normalise:
+        denominator = torch.where(total == 0, torch.ones_like(total), total) if guard else total
+        w_a, w_b = w_a / denominator, w_b / denominator
+    return w_a, w_b, lse
+
+
+def _merge_variant(change):
+    """A mistake model: ``change(out_a, lse_a, out_b, lse_b) -> (out, lse)`` in float64."""
+    def compute(case):
+        args, _ = exact_inputs(case)
+        return as_numpy(change(*args))
+    return compute
+
+
+def _right_merge(out_a, lse_a, out_b, lse_b):
+    w_a, w_b, lse = _merge_torch(out_a, lse_a, out_b, lse_b)
+    return w_a[..., None] * out_a + w_b[..., None] * out_b, lse
+
+
+def _no_max_shift(out_a, lse_a, out_b, lse_b):
+    w_a, w_b, lse = _merge_torch(out_a, lse_a, out_b, lse_b, shift=False, guard=False)
+    return w_a[..., None] * out_a + w_b[..., None] * out_b, lse
+
+
+def _unnormalised(out_a, lse_a, out_b, lse_b):
+    w_a, w_b, lse = _merge_torch(out_a, lse_a, out_b, lse_b, normalise=False)
+    return w_a[..., None] * out_a + w_b[..., None] * out_b, lse
+
+
+def _averaged(out_a, lse_a, out_b, lse_b):
+    return (out_a + out_b) / 2, _right_merge(out_a, lse_a, out_b, lse_b)[1]
+
+
+def _max_as_lse(out_a, lse_a, out_b, lse_b):
+    import torch
+
+    return _right_merge(out_a, lse_a, out_b, lse_b)[0], torch.maximum(lse_a, lse_b)
+
+
+def _sum_as_lse(out_a, lse_a, out_b, lse_b):
+    return _right_merge(out_a, lse_a, out_b, lse_b)[0], lse_a + lse_b
+
+
+def _as_unnormalised_sums(out_a, lse_a, out_b, lse_b):
+    import torch
+
+    lse = _right_merge(out_a, lse_a, out_b, lse_b)[1]
+    return (out_a + out_b) * torch.exp(-lse)[..., None], lse
+
+
+def _swapped_weights(out_a, lse_a, out_b, lse_b):
+    w_a, w_b, lse = _merge_torch(out_a, lse_a, out_b, lse_b)
+    return w_b[..., None] * out_a + w_a[..., None] * out_b, lse
+
+
+def _weights_on_feature_axis(out_a, lse_a, out_b, lse_b):
+    """(..., N_q) weights times (..., N_q, d_v) outputs with no trailing axis: torch aligns the
+    last axes, so N_q meets d_v (an error unless the shapes happen to broadcast)."""
+    w_a, w_b, lse = _merge_torch(out_a, lse_a, out_b, lse_b)
+    return w_a * out_a + w_b * out_b, lse
+
+
+def _lse_first(out_a, lse_a, out_b, lse_b):
+    out, lse = _right_merge(out_a, lse_a, out_b, lse_b)
+    return lse, out
+
+
+class MergeAttentionStates(TorchExercise):
+    name = "merge_attention_states"
+    assignment = "07-flash"
+    answer_key_names = ("tiled_attention", "flash_attention", "attend")
+
+    def visible_cases(self, rng):
+        return [
+            TorchCase("batch 2, 3 heads, 5 queries, d_v 8: lse of a few units",
+                      partial_states(rng, (2, 3), 5, 8)),
+            TorchCase("lse of about +1e4 and -1e4; rows where A, B or both are empty",
+                      partial_states(rng, (1, 2), 6, 6, spread=40.0,
+                                     offsets=[1e4, -1e4, 1e4, 1e4, -1e4, 0.0],
+                                     empty_a=(2, 5), empty_b=(3, 5))),
+        ]
+
+    def hidden_cases(self, rng):
+        return [
+            TorchCase("no batch or head axes: (N_q, d_v) outputs and (N_q,) lse",
+                      partial_states(rng, (), 7, 3)),
+            TorchCase("float64, lse of about 50", partial_states(rng, (2,), 4, 5, offsets=50.0),
+                      dtype="float64"),
+            TorchCase("lse of about 1e4 in every row", partial_states(rng, (2,), 5, 3,
+                                                                      spread=30.0, offsets=1e4)),
+            TorchCase("lse of about -1e4 (tiny sums), one row with A empty",
+                      partial_states(rng, (3,), 4, 2, spread=30.0, offsets=-1e4, empty_a=(1,))),
+            TorchCase("set A empty for every query", partial_states(rng, (2, 2), 3, 4,
+                                                                    empty_a=(0, 1, 2))),
+            TorchCase("float16", partial_states(rng, (1, 2), 5, 8, spread=2.0),
+                      dtype="float16"),
+            TorchCase("bfloat16, one row with B empty",
+                      partial_states(rng, (2, 1), 4, 4, spread=2.0, empty_b=(0,)),
+                      dtype="bfloat16"),
+            TorchCase("both sets empty in every row",
+                      partial_states(rng, (2,), 3, 4, empty_a=(0, 1, 2), empty_b=(0, 1, 2)),
+                      degenerate=True),
+            TorchCase("equal lse on both sides", _equal_lse(partial_states(rng, (1, 2), 4, 6)),
+                      degenerate=True),
+        ]
+
+    def call(self, func, case):
+        args, kwargs = case_tensors(case)
+        with one_thread():
+            output = func(*args, **kwargs)
+        return output, {"output_kind": _pair_kind(output)}
+
+    def expected(self, case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(answer_key(self.name)(*args, **kwargs))
+
+    def judge_case(self, case, received, meta):
+        kind = meta.get("output_kind", "pair")
+        if kind != "pair":
+            return (f"output: returned {kind}; return the pair (out, lse), two torch.Tensors "
+                    "(out like out_a, lse like lse_a)")
+        return difference(self.expected_once(case), received, *self.tolerance(case))
+
+    def _nan_only_where_both_empty(self, case, received) -> bool:
+        """NaN in the rows where both sets are empty, and the right values everywhere else."""
+        out, lse = received
+        empty = _both_empty_rows(case)
+        if not empty.any() or out.shape[:-1] != empty.shape:
+            return False
+        nan_rows = np.isnan(out).any(axis=-1) | np.isnan(lse)
+        if not (nan_rows == empty).all():
+            return False
+        want_out, want_lse = self.expected_once(case)
+        tolerance = self.tolerance(case)
+        return (difference(want_out[~empty], out[~empty], *tolerance) is None
+                and difference(want_lse[~empty], lse[~empty], *tolerance) is None)
+
+    def mistakes(self):
+        return [
+            WrongAnswer("no_max_shift", "exp(lse) overflows (lse of 1e4 gives inf, and inf / "
+                        "inf is NaN) or underflows to 0 / 0: subtract the larger lse first, "
+                        "w_a = exp(lse_a - m), w_b = exp(lse_b - m) with m = max(lse_a, lse_b), "
+                        "so the larger weight is exactly 1.", _merge_variant(_no_max_shift)),
+            WrongAnswer("weights_not_normalised", "the weights exp(lse_a - m) and exp(lse_b - m) "
+                        "were used as they are: divide each by their sum, so that "
+                        "w_a + w_b = 1 (w_a = exp(lse_a - lse) with the merged lse).",
+                        _merge_variant(_unnormalised)),
+            WrongAnswer("averaged_outputs", "the two outputs were averaged: each set counts in "
+                        "proportion to its total weight e^lse, so weight out_a by "
+                        "exp(lse_a - lse) and out_b by exp(lse_b - lse).",
+                        _merge_variant(_averaged)),
+            WrongAnswer("lse_is_max", "the returned lse is max(lse_a, lse_b), the shift, not the "
+                        "log-sum-exp: add log(exp(lse_a - m) + exp(lse_b - m)) to it "
+                        "(torch.logaddexp(lse_a, lse_b)).", _merge_variant(_max_as_lse)),
+            WrongAnswer("lse_added", "the returned lse is lse_a + lse_b, the log of the product "
+                        "of the two sums: the merged sum is e^lse_a + e^lse_b, so lse = "
+                        "log(e^lse_a + e^lse_b) (torch.logaddexp).", _merge_variant(_sum_as_lse)),
+            WrongAnswer("outputs_taken_as_unnormalised", "out_a and out_b were treated as "
+                        "unnormalised sums (added, then divided by the total e^lse), but they "
+                        "are already normalised: out_a = sum_A e^s v / e^lse_a. Multiply each "
+                        "back by its share, exp(lse_a - lse) and exp(lse_b - lse), and add.",
+                        _merge_variant(_as_unnormalised_sums)),
+            WrongAnswer("swapped_weights", "out_a got B's weight and out_b got A's: out_a must be "
+                        "weighted by exp(lse_a - lse) and out_b by exp(lse_b - lse).",
+                        _merge_variant(_swapped_weights)),
+            WrongAnswer("weights_on_feature_axis", "the (..., N_q) weights were multiplied into "
+                        "the (..., N_q, d_v) outputs without a trailing axis, so they scale the "
+                        "features instead of the rows: use w_a[..., None] * out_a.",
+                        _merge_variant(_weights_on_feature_axis)),
+            WrongAnswer("returns_lse_first", "the pair came back as (lse, out): return "
+                        "(out, lse).", _merge_variant(_lse_first)),
+            Symptom("nan_for_empty_rows", "rows where both sets are empty (lse_a = lse_b = -inf) "
+                    "came out NaN: there max(lse_a, lse_b) is -inf and -inf - (-inf) is NaN. "
+                    "Subtract 0 instead of the max where it is -inf; such a row gets out = 0 and "
+                    "lse = -inf.",
+                    lambda case, received, meta: self._nan_only_where_both_empty(case,
+                                                                                 received)),
+        ]
+
+
+def _equal_lse(states):
+    out_a, lse_a, out_b, _ = states
+    return out_a, lse_a, out_b, lse_a.copy()
+
+
+def _pair_kind(output) -> str:
+    """'pair' for a tuple or list of two tensors, else what it is (recorded in meta)."""
+    if isinstance(output, (tuple, list)):
+        kinds = [output_kind(o) for o in output]
+        if len(kinds) == 2 and kinds == ["tensor", "tensor"]:
+            return "pair"
+        return f"a {type(output).__name__} of {len(kinds)} ({', '.join(kinds)})"
+    kind = output_kind(output)
+    return "one tensor" if kind == "tensor" else f"a {kind}"
+
+
+# -- online_softmax_attention ----------------------------------------------------------------
 
 def qkv(rng, batch, heads, n_q, n_k, d, logit_scale=1.0):
     """(B, H, N_q, d) queries and (B, H, N_k, d) keys and values."""
@@ -41,6 +291,15 @@ def memory_limit(case) -> int | None:
     if n_k < MIN_BLOCKS_FOR_MEMORY_CHECK * max(block, d):
         return None
     return batch * heads * n_q * n_k
+
+
+def alternative_block_size(case) -> int | None:
+    """The block size of the probe's second call: all the keys in one block, where the case
+    splits them into several; None (no second call) where the case has one block already, so
+    that a single-block case stays one that any loop passes (it is marked degenerate)."""
+    n_k = case.args[1].shape[2]
+    block = case.kwargs.get("block_size", 64)
+    return n_k if block < n_k else None
 
 
 def builds_full_scores(case, meta: dict) -> bool:
@@ -83,23 +342,65 @@ class OnlineSoftmaxAttention(TorchExercise):
 
     def call(self, func, case):
         args, kwargs = case_tensors(case)
-        with one_thread():
-            output, numel, shape = largest_new_tensor(func, *args, **kwargs)
-        return output, {"output_kind": output_kind(output), "largest_numel": numel,
+        alt = alternative_block_size(case)
+        try:
+            with one_thread(), torch_only(self.name):
+                output, numel, shape = largest_new_tensor(func, *args, **kwargs)
+                meta = {"output_kind": output_kind(output), "largest_numel": numel,
                         "largest_shape": shape}
+                other = None
+                if alt is not None:
+                    meta["alt_block_size"] = alt
+                    try:
+                        other = func(*args, **{**kwargs, "block_size": alt})
+                    except LeftTorch:
+                        raise
+                    except Exception:  # judged on the case's own block size only
+                        other = None
+        except LeftTorch as error:
+            return None, {"output_kind": "left_torch", "left_torch": str(error)}
+        if output_kind(other) == "tensor":
+            meta["alt_output"] = encode(to_plain(other))
+        return output, meta
 
     def expected(self, case):
         args, kwargs = exact_inputs(case)
         return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def judge_case(self, case, received, meta):
+        if meta.get("left_torch"):
+            return f"left torch while it ran: {meta['left_torch']}"
         problem = super().judge_case(case, received, meta)
         if problem is None and builds_full_scores(case, meta):
             limit, numel = memory_limit(case), meta.get("largest_numel")
             return (f"right output, but it allocated a tensor of shape "
                     f"{tuple(meta.get('largest_shape') or ())} ({numel:,} elements), as big as "
                     f"the whole (B, H, N_q, N_k) score matrix ({limit:,})")
+        if problem is None:
+            other = self._alt_problem(case, meta)
+            if other is not None:
+                return (f"right with block_size={case.kwargs.get('block_size', 64)}, but with "
+                        f"block_size={meta.get('alt_block_size')} {other}: exact attention "
+                        "does not depend on how the keys are split into blocks")
         return problem
+
+    def _right(self, case, received) -> bool:
+        return difference(self.expected_once(case), received, *self.tolerance(case)) is None
+
+    def _alt_problem(self, case, meta) -> str | None:
+        """How the output of the second call (another block size) differs from the right one;
+        None when it is right or was not recorded."""
+        if "alt_output" not in meta:
+            return None
+        try:
+            other = decode(meta["alt_output"])
+        except EncodingError:
+            return None
+        problem = difference(self.expected_once(case), other, *self.tolerance(case))
+        return problem and problem.replace("output: ", "", 1)
+
+    def _alt_right(self, case, meta) -> bool:
+        return "alt_output" in meta and self._alt_problem(case, meta) is None
 
     def mistakes(self):
         def variant(**change):
@@ -109,11 +410,17 @@ class OnlineSoftmaxAttention(TorchExercise):
             return compute
 
         return [
+            Symptom("leaves_torch", "the function took tensors out of torch (.numpy(), "
+                    "np.asarray, .tolist() or .item()). Its memory is checked by watching the "
+                    "tensors torch allocates, and an N x N score matrix built in numpy could not "
+                    "be seen: keep every block in torch.",
+                    lambda case, received, meta: bool(meta.get("left_torch"))),
             Symptom("builds_full_scores", "the result is right, but somewhere a tensor as large as "
                     "the whole N_q x N_k score matrix was built (all scores at once, or the blocks "
                     "concatenated). Keep only one block of scores, a running max, a running sum "
                     "and the running output.",
-                    lambda case, received, meta: builds_full_scores(case, meta)),
+                    lambda case, received, meta: (builds_full_scores(case, meta)
+                                                  and self._right(case, received))),
             WrongAnswer("no_rescale", "when a block raises the running max, the running sum and "
                         "output computed with the old max must be multiplied by exp(old_max - "
                         "new_max); without it earlier blocks are over-weighted.",
@@ -148,7 +455,22 @@ class OnlineSoftmaxAttention(TorchExercise):
                         variant(causal=False)),
             WrongAnswer("nan_for_empty_rows", "a query that sees no key gives NaN (0 / 0); the "
                         "contract wants a row of zeros.", variant(nan_empty_rows=True)),
+            # after the models above: where one of them explains a case too, it is named
+            Symptom("blocks_combined_wrongly", "with all the keys in one block the output is "
+                    "right, but split into blocks it is not, so the blocks are combined wrongly: "
+                    "when a block raises the running max, rescale BOTH the running sum and the "
+                    "running output by exp(old_max - new_max) before adding the block's terms, "
+                    "and divide by the running sum once, after the last block.",
+                    lambda case, received, meta: (not self._right(case, received)
+                                                  and self._alt_right(case, meta))),
+            Symptom("depends_on_block_size", "the output changes with block_size (right with the "
+                    "keys split into blocks, wrong with all of them in one block): exact attention "
+                    "does not depend on how the keys are split. Look at what your loop does when "
+                    "there is a single block (the first block starts from m = -inf, l = 0, "
+                    "acc = 0, and the last one may be the first).",
+                    lambda case, received, meta: (self._right(case, received)
+                                                  and self._alt_problem(case, meta) is not None)),
         ]
 
 
-EXERCISES = {e.name: e for e in (OnlineSoftmaxAttention(),)}
+EXERCISES = {e.name: e for e in (MergeAttentionStates(), OnlineSoftmaxAttention())}

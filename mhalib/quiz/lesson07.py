@@ -1,4 +1,5 @@
-"""Quick checks of lesson 07 (the online softmax behind flash attention)."""
+"""Quick checks of lesson 07 (merging partial attention states, and the online softmax behind
+flash attention)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,39 @@ def _maxes(m_old: float, m_new: float) -> dict:
     return {"m_old": m_old, "m_new": m_new}
 
 
+def _sets(lse_a: float, lse_b: float) -> dict:
+    return {"lse_a": lse_a, "lse_b": lse_b}
+
+
+def _share_of_a(s: dict) -> float:
+    """exp(lse_a - lse) with lse = log(e^lse_a + e^lse_b), written without overflow."""
+    return 1.0 / (1.0 + math.exp(s["lse_b"] - s["lse_a"]))
+
+
 def _blocks(n_k: int, block_size: int) -> dict:
     return {"n_k": n_k, "block_size": block_size}
 
 
 QUESTIONS = {
+    "qc_merge_share": FillIn(
+        id="qc_merge_share",
+        prompt="The same query attended over key set A gave (out_a, lse_a) and over key set B "
+               "gave (out_b, lse_b). The merged output is w_a * out_a + w_b * out_b. What is "
+               "w_a? Use lse_a, lse_b, np and math; it must not overflow for lse of 1e4.",
+        template="w_a = ____",
+        scenarios=[_sets(1.0, 1.0), _sets(2.0, 2.0 + math.log(3.0)), _sets(-3.0, 0.5),
+                   _sets(1e4, 1e4 - 2.0), _sets(-1e4, -1e4 + 1.0)],
+        expected=_share_of_a,
+        explanation="Set A holds e^lse_a of the total weight e^lse_a + e^lse_b, so "
+                    "w_a = exp(lse_a - lse) = 1 / (1 + exp(lse_b - lse_a)). Written with the "
+                    "difference of the two lse (or after subtracting the larger one) every "
+                    "exponent stays small; exp(lse_a) alone is inf at 1e4.",
+        hint="The share of A is e^lse_a over e^lse_a + e^lse_b; now divide top and bottom by "
+             "e^lse_a.",
+        examples=["1 / (1 + np.exp(lse_b - lse_a))",
+                  "np.exp(lse_a - np.max((lse_a, lse_b))) / (np.exp(lse_a - np.max((lse_a, "
+                  "lse_b))) + np.exp(lse_b - np.max((lse_a, lse_b))))"],
+    ),
     "qc_rescale": FillIn(
         id="qc_rescale",
         prompt="The running sum was accumulated as sum of exp(s - m_old). A new block raises "

@@ -1,4 +1,10 @@
-"""Lesson 07 answer key: exact attention with an online softmax over key blocks (torch).
+"""Lesson 07 answer key: merging two partial attention states, and exact attention with an
+online softmax over key blocks (torch).
+
+``merge_attention_states`` is the step that split-key attention ends with (flash-decoding
+reduces the partial results of its key splits this way): the same queries attended over two
+disjoint key sets give two normalised outputs and two log-sum-exps, and those four tensors are
+all it takes to get attention over both sets exactly.
 
 The scores of a query row are never all in memory at once. Keys are visited one block at
 a time; for each query row we keep
@@ -19,6 +25,46 @@ import math
 import torch
 
 from mhalib import validate
+
+
+def merge_attention_states(out_a, lse_a, out_b, lse_b):
+    """Attention over the keys of A and B together, from each set's own result.
+
+    out_a, out_b: (..., N_q, d_v) normalised outputs of the same queries over two disjoint key
+    sets; lse_a, lse_b: (..., N_q) the log-sum-exp of each set's scaled scores (-inf where a
+    set has no allowed key, and then its out rows are zeros). Returns ``(out, lse)``:
+    out = w_a * out_a + w_b * out_b with w = exp(lse_set - lse), lse = log(e^lse_a + e^lse_b).
+    Every exponent is <= 0, so no overflow for any finite lse; rows where both sets are empty
+    get zeros and -inf, never NaN. Computed in at least float32, returned in the inputs' dtypes.
+    """
+    _check_states(out_a, lse_a, out_b, lse_b)
+    compute = torch.promote_types(out_a.dtype, torch.float32)
+    lse_a32, lse_b32 = lse_a.to(compute), lse_b.to(compute)  # (..., N_q)
+    top = torch.maximum(lse_a32, lse_b32)  # (..., N_q), -inf only where both sets are empty
+    shift = torch.where(torch.isinf(top), 0.0, top)  # both empty: subtract 0, exp(-inf) = 0
+    w_a = torch.exp(lse_a32 - shift)  # (..., N_q), the larger of w_a, w_b is exactly 1
+    w_b = torch.exp(lse_b32 - shift)  # (..., N_q)
+    total = w_a + w_b  # (..., N_q), 0 where both are empty
+    lse = shift + torch.log(total)  # (..., N_q), log(0) = -inf where both are empty
+    safe = torch.where(total == 0, 1.0, total)  # (..., N_q)
+    out = (w_a / safe)[..., None] * out_a.to(compute) + (w_b / safe)[..., None] * out_b.to(
+        compute)  # (..., N_q, d_v)
+    return out.to(out_a.dtype), lse.to(lse_a.dtype)
+
+
+def _check_states(out_a, lse_a, out_b, lse_b) -> None:
+    validate.tensor("out_a", out_a, None)
+    validate.tensor("lse_a", lse_a, None)
+    validate.tensor("out_b", out_b, None)
+    validate.tensor("lse_b", lse_b, None)
+    validate.same_dtype_and_device(out_a=out_a, out_b=out_b)
+    validate.same_dtype_and_device(lse_a=lse_a, lse_b=lse_b)
+    if out_a.dim() < 2:
+        raise ValueError(f"out_a must be (..., N_q, d_v), got out_a.shape={tuple(out_a.shape)}")
+    validate.shape_equals("out_b", out_b, tuple(out_a.shape), "(..., N_q, d_v) matching out_a")
+    rows = tuple(out_a.shape[:-1])
+    validate.shape_equals("lse_a", lse_a, rows, "(..., N_q): out_a's shape without d_v")
+    validate.shape_equals("lse_b", lse_b, rows, "(..., N_q): out_a's shape without d_v")
 
 
 def online_softmax_attention(q, k, v, block_size=64, causal=False):

@@ -1,5 +1,6 @@
-"""Lesson 07 pictures and measurements: the online softmax one block at a time, the memory of
-naive and tiled attention, the Triton kernel's source, and the benchmark table.
+"""Lesson 07 pictures and measurements: two partial attention states merging, the online softmax
+one block at a time, the memory of naive and tiled attention, the Triton kernel's source, and
+the benchmark table.
 
 ``peak_tensor_bytes`` measures memory by watching every tensor PyTorch allocates (a
 TorchDispatchMode), so it works on any machine and counts exactly the tensors a function
@@ -19,6 +20,97 @@ from mhalib.viz.explorer import figure_explorer
 from mhalib.viz.lesson05 import single_thread
 
 KERNEL_FILE = Path(__file__).resolve().parent.parent / "kernels" / "triton_flash.py"
+
+
+# -- two partial states merging (one query row, 2-D values so outputs are points) -------------
+
+def merge_problem(n_keys: int = 12, seed: int = 4):
+    """Scores (n_keys,) of one query and 2-D values (n_keys, 2), a few scores large."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=n_keys) * 1.5
+    scores[rng.choice(n_keys, size=2, replace=False)] += 2.5
+    values = rng.normal(size=(n_keys, 2))
+    return scores, values
+
+
+def row_state(scores, values) -> tuple[np.ndarray, float]:
+    """(out, lse) of one query over some keys: the normalised output (2,) and the log-sum-exp
+    of its scores; no keys gives zeros and -inf."""
+    if len(scores) == 0:
+        return np.zeros(values.shape[-1]), -math.inf
+    top = float(np.max(scores))
+    weights = np.exp(scores - top)
+    return weights @ values / weights.sum(), top + math.log(weights.sum())
+
+
+def merged_row(out_a, lse_a: float, out_b, lse_b: float) -> dict:
+    """The merge of two row states, with its shares: ``w_a``, ``w_b`` (summing to 1 unless both
+    sides are empty), ``out`` and ``lse``."""
+    top = max(lse_a, lse_b)
+    shift = 0.0 if math.isinf(top) else top
+    e_a, e_b = math.exp(lse_a - shift), math.exp(lse_b - shift)
+    total = e_a + e_b
+    w_a, w_b = (e_a / total, e_b / total) if total > 0 else (0.0, 0.0)
+    lse = shift + math.log(total) if total > 0 else -math.inf
+    return {"w_a": w_a, "w_b": w_b, "out": w_a * np.asarray(out_a) + w_b * np.asarray(out_b),
+            "lse": lse}
+
+
+def merge_figure(scores, values, split: int):
+    """Keys 0..split-1 form set A, the rest set B. Left: the scores by set, with each set's
+    lse. Right: the values as points (size = weight in full attention), each set's output,
+    and the merge on the segment between them, on top of attention over all keys."""
+    import matplotlib.pyplot as plt
+
+    split = max(0, min(split, len(scores)))
+    out_a, lse_a = row_state(scores[:split], values[:split])
+    out_b, lse_b = row_state(scores[split:], values[split:])
+    merged = merged_row(out_a, lse_a, out_b, lse_b)
+    exact, lse_all = row_state(scores, values)
+    in_a = np.arange(len(scores)) < split
+    colours = np.where(in_a, "#1f5fa8", "#e08a00")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained",
+                                      gridspec_kw={"width_ratios": [3, 2]})
+    left.bar(np.arange(len(scores)), scores, color=colours)
+    left.axvline(split - 0.5, color="black", lw=1)
+    for lse, name, colour in ((lse_a, "A", "#1f5fa8"), (lse_b, "B", "#e08a00")):
+        if math.isfinite(lse):
+            left.axhline(lse, color=colour, ls="--", lw=1, label=f"lse_{name} = {lse:.2f}")
+    left.axhline(merged["lse"], color="black", ls=":", lw=1.5,
+                 label=f"merged lse = {merged['lse']:.2f} (all keys: {lse_all:.2f})")
+    left.set_xlabel("key j (blue: set A, orange: set B)")
+    left.set_ylabel("score s_j")
+    left.legend(fontsize=8, loc="best")
+    left.set_title(f"A = keys 0..{split - 1}" if split else "A is empty (lse_A = -inf)",
+                   fontsize=10)
+    full_weights = np.exp(scores - lse_all)
+    right.scatter(values[:, 0], values[:, 1], s=20 + 400 * full_weights, c=colours, alpha=0.45)
+    for out, lse, name, colour in ((out_a, lse_a, "A", "#1f5fa8"), (out_b, lse_b, "B", "#e08a00")):
+        if math.isfinite(lse):
+            right.plot(*out, "s", color=colour, ms=9, label=f"out_{name}")
+    if math.isfinite(lse_a) and math.isfinite(lse_b):
+        right.plot([out_a[0], out_b[0]], [out_a[1], out_b[1]], color="grey", lw=1)
+    right.plot(*exact, "o", ms=16, mfc="none", mec="#1b7f3b", mew=2, label="all keys at once")
+    right.plot(*merged["out"], "*", color="black", ms=12, label="merged")
+    right.set_title(f"w_A = {merged['w_a']:.3f}, w_B = {merged['w_b']:.3f}", fontsize=10)
+    right.set_xlabel("value, feature 0")
+    right.set_ylabel("value, feature 1")
+    right.legend(fontsize=8, loc="best")
+    return fig
+
+
+def merge_explorer(n_keys: int = 12, seed: int = 4):
+    """An ``IntSlider`` labelled "split" (keys before it form set A) that redraws
+    :func:`merge_figure`: wherever the keys are split, the merge lands on the exact output.
+
+    ``box.slider``, ``box.output`` and ``box.redraws`` are there for tests.
+    """
+    import ipywidgets as widgets
+
+    scores, values = merge_problem(n_keys, seed)
+    slider = widgets.IntSlider(value=n_keys // 2, min=0, max=n_keys, description="split",
+                               continuous_update=False)
+    return figure_explorer(lambda: merge_figure(scores, values, slider.value), slider=slider)
 
 
 # -- the online softmax on one query row -------------------------------------------------------

@@ -1,13 +1,14 @@
 """Lesson 06 checkers: GQA, cache-size and decoding slips are named; correct styles pass; a
-decoder that re-projects the prefix is rejected by the work it does, not only by its output."""
+decoder that re-projects the prefix, never decodes (one causal pass, or every token projected
+first) or hides its work in numpy is rejected by what the probe sees, not only by its output."""
 
 import pytest
 import torch
 
 from mhalib.checks import get_exercise
-from mhalib.checks.lesson06 import decode_flop_budget
+from mhalib.checks.lesson06 import decode_flop_budget, projection_tokens
 from mhalib.checks.torch_exercise import case_tensors
-from mhalib.checks.work import count_flops
+from mhalib.checks.work import count_flops, watch_products
 from tests.checks import lesson_harness as h
 from tests.checks.answers import lesson06 as answers
 
@@ -47,3 +48,60 @@ def test_cases_cover_mha_mqa_and_half_precision():
     assert "MHA" in labels and "MQA" in labels and "float16" in labels and "float64" in labels
     dtypes = {c.dtype for c in get_exercise("repeat_kv").cases(0, "hidden")}
     assert {"float32", "float64", "float16", "bfloat16"} <= dtypes
+
+
+def test_decoder_that_projects_every_token_first_is_named():
+    h.assert_named("decode_with_cache", answers.decode_project_first,
+                   "projects_all_tokens_at_once")
+
+
+@pytest.mark.parametrize("sidestep,mistake,words", [
+    (answers.decode_single_causal_pass, "projects_all_tokens_at_once", "single causal pass"),
+    (answers.decode_project_first, "projects_all_tokens_at_once", "before the loop"),
+    (answers.decode_numpy_prefix, "leaves_torch", "numpy"),
+], ids=["single_causal_pass", "project_first", "numpy_prefix"])
+def test_sidesteps_of_the_work_check_are_rejected_by_name(sidestep, mistake, words):
+    """Work outside torch, or no decoding at all, gives the right numbers (and no extra torch
+    FLOPs); the probe sees it all the same and says which."""
+    verdict = h.verdict_of("decode_with_cache", sidestep, seed=3, suite="visible")
+    assert not verdict.passed and f"mistake:{mistake}" in verdict.flags, verdict.diagnosis
+    assert words in verdict.diagnosis
+
+
+def test_projections_take_one_token_per_sequence_in_right_answers_only():
+    checker = get_exercise("decode_with_cache")
+    for case in checker.cases(0, "grading"):
+        args, _ = case_tensors(case)
+        batch, n, d_model = args[0].shape
+        for right in (answers.decode_preallocated, answers.decode_fused_qkv_masked_cache,
+                      answers.decode_growing_cat):
+            _, watch = watch_products(right, *args)
+            assert projection_tokens(watch.products, d_model) == batch, (case.label, right)
+        _, watch = watch_products(answers.decode_single_causal_pass, *args)
+        assert projection_tokens(watch.products, d_model) == batch * n, case.label
+
+
+def test_product_watch_counts_the_flops_of_torchs_counter():
+    from mhalib.accounting.flop_counter import count_flops as torch_counter
+
+    checker = get_exercise("decode_with_cache")
+    for case in checker.cases(1, "visible"):
+        args, _ = case_tensors(case)
+        for func in (answers.decode_preallocated, answers.decode_reruns_layer):
+            assert count_flops(func, *args)[1] == torch_counter(func, *args).total
+
+
+def test_printing_inside_a_measured_call_is_allowed():
+    def chatty(*args):
+        print(args[0][0, 0, :3], f"{args[0].sum():.2f}")
+        return answers.decode_preallocated(*args)
+
+    h.assert_accepted("decode_with_cache", chatty, seeds=(0,))
+
+
+def test_first_visible_decode_check_is_instant():
+    from tests.checks.test_lesson07 import first_check_in_fresh_process
+
+    measured = first_check_in_fresh_process("decode_with_cache")
+    assert not measured["dynamo"]
+    assert measured["cpu"] < 0.8, measured

@@ -1,4 +1,5 @@
-"""Lesson 07 answer key: online_softmax_attention against SDPA, and its memory shape."""
+"""Lesson 07 answer key: merge_attention_states against attention over all the keys at once,
+online_softmax_attention against SDPA, and its memory shape."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mhalib.reference import online_softmax_attention
+from mhalib.reference import merge_attention_states, online_softmax_attention
 from tests.largest_tensor import LargestTensor
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -97,3 +98,60 @@ def test_cuda_matches_sdpa():
     out = online_softmax_attention(q, k, v, block_size=32, causal=True)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(out, expected, atol=2e-3, rtol=2e-3)
+
+
+def _partial(q, k, v):
+    """(out, lse) of q over the keys k (an empty key set gives zeros and -inf)."""
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if k.shape[-2] == 0:
+        return torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype), torch.full(
+            q.shape[:-1], float("-inf"), dtype=q.dtype)
+    return torch.softmax(scores, -1) @ v, torch.logsumexp(scores, -1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_q=st.integers(1, 6), n_k=st.integers(1, 12), split=st.integers(0, 12),
+       d=st.integers(1, 5), d_v=st.integers(1, 5), shift=st.sampled_from([0.0, 1e4, -1e4]))
+def test_merge_of_two_key_sets_is_attention_over_both(n_q, n_k, split, d, d_v, shift):
+    split = min(split, n_k)
+    q = torch.randn(2, 3, n_q, d, dtype=torch.float64)
+    k = torch.randn(2, 3, n_k, d, dtype=torch.float64)
+    v = torch.randn(2, 3, n_k, d_v, dtype=torch.float64)
+    out_a, lse_a = _partial(q, k[..., :split, :], v[..., :split, :])
+    out_b, lse_b = _partial(q, k[..., split:, :], v[..., split:, :])
+    out, lse = merge_attention_states(out_a, lse_a + shift, out_b, lse_b + shift)
+    want_out, want_lse = _partial(q, k, v)
+    torch.testing.assert_close(out, want_out)
+    torch.testing.assert_close(lse, want_lse + shift)
+
+
+def test_merge_with_empty_sides_never_gives_nan():
+    ninf = float("-inf")
+    out_a, out_b = torch.randn(4, 3), torch.randn(4, 3)
+    lse_a = torch.tensor([ninf, 2.0, ninf, 1e4])
+    lse_b = torch.tensor([ninf, ninf, -5.0, ninf])
+    out_a[lse_a == ninf] = 0.0
+    out_b[lse_b == ninf] = 0.0
+    out, lse = merge_attention_states(out_a, lse_a, out_b, lse_b)
+    assert not out.isnan().any() and not lse.isnan().any()
+    assert torch.equal(out[0], torch.zeros(3)) and lse[0] == ninf
+    torch.testing.assert_close(out[1], out_a[1])
+    torch.testing.assert_close(out[2], out_b[2])
+    torch.testing.assert_close(out[3], out_a[3])
+    torch.testing.assert_close(lse[1:], torch.tensor([2.0, -5.0, 1e4]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_merge_keeps_dtypes(dtype):
+    out_a, out_b = torch.randn(2, 5, 4, dtype=dtype), torch.randn(2, 5, 4, dtype=dtype)
+    lse_a, lse_b = torch.randn(2, 5, dtype=dtype), torch.randn(2, 5, dtype=dtype)
+    out, lse = merge_attention_states(out_a, lse_a, out_b, lse_b)
+    assert out.dtype == dtype and lse.dtype == dtype
+    torch.testing.assert_close(lse.double(), torch.logaddexp(lse_a.double(), lse_b.double()),
+                               atol=2e-2, rtol=2e-2)
+
+
+def test_merge_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="lse_a"):
+        merge_attention_states(torch.zeros(2, 5, 4), torch.zeros(2, 4), torch.zeros(2, 5, 4),
+                               torch.zeros(2, 5))

@@ -1,4 +1,5 @@
-"""Lesson 07 helpers: the one-row online softmax is exact, the block slider redraws, the memory
+"""Lesson 07 helpers: two row states merge to attention over all keys wherever the split, the
+one-row online softmax is exact, the block slider redraws, the memory
 probe counts live tensors, the kernel source is read from the file."""
 
 import math
@@ -11,11 +12,16 @@ from mhalib.viz.lesson07 import (
     bench_markdown,
     kernel_source,
     memory_figure,
+    merge_explorer,
+    merge_figure,
+    merge_problem,
+    merged_row,
     one_row_problem,
     online_softmax_figure,
     online_softmax_states,
     online_softmax_stepper,
     peak_tensor_bytes,
+    row_state,
 )
 
 
@@ -82,3 +88,32 @@ def test_kernel_source_reads_the_inner_loop():
 def test_bench_markdown_gives_a_table():
     text = bench_markdown(seq_lens=(64,), num_heads=2, head_dim=16, repeats=1)
     assert "torch SDPA" in text and "| implementation" in text
+
+
+@pytest.mark.parametrize("split", [0, 1, 5, 11, 12])
+def test_merged_row_is_attention_over_all_keys_wherever_the_split(split):
+    scores, values = merge_problem(12)
+    out_a, lse_a = row_state(scores[:split], values[:split])
+    out_b, lse_b = row_state(scores[split:], values[split:])
+    merged = merged_row(out_a, lse_a, out_b, lse_b)
+    exact, lse = row_state(scores, values)
+    assert np.allclose(merged["out"], exact) and np.isclose(merged["lse"], lse)
+    assert np.isclose(merged["w_a"] + merged["w_b"], 1.0)
+
+
+def test_merged_row_of_two_empty_sides_is_zero_and_minus_inf():
+    empty = row_state(np.zeros(0), np.zeros((0, 2)))
+    merged = merged_row(*empty, *empty)
+    assert merged["lse"] == -math.inf and np.all(merged["out"] == 0)
+    assert merged["w_a"] == merged["w_b"] == 0.0
+    big = merged_row(np.ones(2), 1e4, np.zeros(2), 1e4 - 1.0)  # no overflow
+    assert np.isclose(big["w_a"], 1 / (1 + math.exp(-1.0)))
+
+
+def test_merge_explorer_redraws_and_marks_an_empty_side():
+    box = merge_explorer(12)
+    assert box.slider.description == "split" and box.slider.max == 12
+    box.slider.value = 0
+    assert box.redraws == 2
+    fig = merge_figure(*merge_problem(12), 0)
+    assert "A is empty" in fig.axes[0].get_title()

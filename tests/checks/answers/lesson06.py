@@ -23,6 +23,23 @@ def repeat_along_features(x, n_rep):
     return torch.cat([x] * n_rep, dim=-1)
 
 
+def repeat_along_batch(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=0)
+
+
+def repeat_expand_only(x, n_rep):
+    b, g, n, d = x.shape
+    return x.unsqueeze(2).expand(b, g, n_rep, n, d)
+
+
+def repeat_without_dim(x, n_rep):
+    return x.repeat_interleave(n_rep)
+
+
+def repeat_broadcast_later(x, n_rep):
+    return x  # "broadcasting will take care of it"
+
+
 def repeat_interleave(x, n_rep):
     return torch.repeat_interleave(x, n_rep, dim=1)
 
@@ -169,6 +186,50 @@ def gqa_reshape_heads(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=Fal
     return out.to(x.dtype).reshape(b, n, d) @ w_o
 
 
+def gqa_values_as_keys(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_v, num_kv_heads),
+                                         _split(x @ w_k, num_kv_heads), is_causal=causal,
+                                         enable_gqa=True)
+    return _merge(out) @ w_o
+
+
+def gqa_softmax_dim_minus_2(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    rep = num_heads // num_kv_heads
+    q = _split(x @ w_q, num_heads).float()
+    k = _split(x @ w_k, num_kv_heads).repeat_interleave(rep, dim=1).float()
+    v = _split(x @ w_v, num_kv_heads).repeat_interleave(rep, dim=1).float()
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        n = x.shape[1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    return _merge((torch.softmax(s, dim=-2) @ v).to(x.dtype)) @ w_o
+
+
+def gqa_merge_reshape(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    b, n, d = x.shape
+    out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_k, num_kv_heads),
+                                         _split(x @ w_v, num_kv_heads), is_causal=causal,
+                                         enable_gqa=True)
+    return out.reshape(b, n, d) @ w_o
+
+
+def gqa_with_weights(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    n = x.shape[1]
+    rep = num_heads // num_kv_heads
+    q = _split(x @ w_q, num_heads)
+    k = _split(x @ w_k, num_kv_heads).repeat_interleave(rep, dim=1)
+    v = _split(x @ w_v, num_kv_heads).repeat_interleave(rep, dim=1)
+    s = (q @ k.transpose(-1, -2)).float() / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    weights = torch.softmax(s, dim=-1).to(x.dtype)
+    return _merge(weights @ v) @ w_o, weights
+
+
+def gqa_keys_from_w_v(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    return gqa_sdpa(x, w_q, w_v, w_v, w_o, num_heads, num_kv_heads, causal)
+
+
 # -- kv_cache_bytes ------------------------------------------------------------------------------
 def cache_right(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
     return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
@@ -208,6 +269,35 @@ def cache_elements(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
 def cache_always_bf16(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
                       bytes_per_element=2):
     return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * 2
+
+
+def cache_one_token(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                    bytes_per_element=2):
+    per_layer = 2 * num_kv_heads * head_dim * bytes_per_element
+    return per_layer * num_layers
+
+
+def cache_in_gib(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                 bytes_per_element=2):
+    elements = 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size
+    return elements * bytes_per_element / 1024 ** 3
+
+
+def cache_bytes_from_bits(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                          bytes_per_element=2):
+    bits = 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
+    return bits // 8
+
+
+def cache_one_head(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                   bytes_per_element=2):
+    return 2 * num_layers * head_dim * seq_len * batch_size * bytes_per_element
+
+
+def cache_no_head_dim(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                      bytes_per_element=2):
+    per_token = 2 * num_layers * num_kv_heads * bytes_per_element
+    return per_token * seq_len * batch_size
 
 
 def cache_bits(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
@@ -256,7 +346,8 @@ def decode_fused_qkv_masked_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads
 
 
 def decode_project_first(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
-    """Projects all tokens once up front (a prefill), then attends token by token."""
+    """Projects all tokens once up front (a prefill), then attends token by token: the output
+    is right, but step t uses tokens that do not exist yet when decoding."""
     q_all = _split(x @ w_q, num_heads)
     k_all = _split(x @ w_k, num_kv_heads)
     v_all = _split(x @ w_v, num_kv_heads)
@@ -266,6 +357,49 @@ def decode_project_first(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
                                              v_all[:, :, :t + 1], enable_gqa=True)
         outs.append(out)
     return _merge(torch.cat(outs, dim=2)) @ w_o
+
+
+def decode_growing_cat(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """The cache grows by one token per step with torch.cat; attention written out."""
+    b, n, d = x.shape
+    dh = d // num_heads
+    rep = num_heads // num_kv_heads
+    k_cache = v_cache = None
+    outs = []
+    for t in range(n):
+        xt = x[:, t:t + 1]
+        k_new, v_new = _split(xt @ w_k, num_kv_heads), _split(xt @ w_v, num_kv_heads)
+        k_cache = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=2)
+        v_cache = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=2)
+        q = _split(xt @ w_q, num_heads).float()
+        scores = q @ k_cache.repeat_interleave(rep, 1).float().transpose(-1, -2) / math.sqrt(dh)
+        out = scores.softmax(-1) @ v_cache.repeat_interleave(rep, 1).float()
+        outs.append(_merge(out.to(x.dtype)) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
+def decode_single_causal_pass(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """Never decodes: one causal pass gives the same output (and no extra FLOPs)."""
+    return gqa_sdpa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=True)
+
+
+def decode_numpy_prefix(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """Recomputes the whole prefix at every step, in numpy, where torch's counters see nothing."""
+    xs, wq, wk, wv, wo = (t.detach().double().numpy() for t in (x, w_q, w_k, w_v, w_o))
+    b, n, d = xs.shape
+    dh = d // num_heads
+    rep = num_heads // num_kv_heads
+    out = np.zeros((b, n, d))
+    for t in range(n):
+        prefix = xs[:, :t + 1]
+        q = (prefix[:, -1] @ wq).reshape(b, num_heads, dh)
+        k = (prefix @ wk).reshape(b, t + 1, num_kv_heads, dh).repeat(rep, axis=2)
+        v = (prefix @ wv).reshape(b, t + 1, num_kv_heads, dh).repeat(rep, axis=2)
+        scores = np.einsum("bhd,bjhd->bhj", q, k) / math.sqrt(dh)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        out[:, t] = np.einsum("bhj,bjhd->bhd", weights, v).reshape(b, d) @ wo
+    return torch.from_numpy(out).to(x.dtype)
 
 
 def decode_reprojects_prefix(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
@@ -363,25 +497,40 @@ def decode_via_reference_gqa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
 
 WRONG = {
     "repeat_kv": {"tiled_groups": repeat_tiled, "sequence_axis": repeat_along_sequence,
-                  "feature_axis": repeat_along_features},
+                  "feature_axis": repeat_along_features, "batch_axis": repeat_along_batch,
+                  "not_flattened": repeat_expand_only, "flattened": repeat_without_dim,
+                  "ignores_n_rep": repeat_broadcast_later},
     "grouped_query_attention": {
         "tiled_groups": gqa_tiled, "no_scale": gqa_no_scale, "scale_d_model": gqa_scale_d_model,
         "causal_ignored": gqa_forgot_mask, "always_causal": gqa_always_masked,
         "causal_excludes_self": gqa_strict_mask, "causal_sees_next": gqa_mask_one_ahead,
         "split_without_transpose": gqa_reshape_heads,
         "no_output_projection": gqa_no_output_projection,
+        "swapped_k_v": gqa_values_as_keys, "softmax_over_queries": gqa_softmax_dim_minus_2,
+        "merge_without_transpose": gqa_merge_reshape, "returns_weights_too": gqa_with_weights,
+        "projection_weight_reused": gqa_keys_from_w_v,
     },
     "kv_cache_bytes": {
         "no_factor_2": cache_no_factor_2, "no_layers": cache_one_layer,
         "ignores_batch_size": cache_no_batch, "elements_not_bytes": cache_elements,
         "fixed_bytes_per_element": cache_always_bf16, "bits_not_bytes": cache_bits,
+        "per_token": cache_one_token, "wrong_unit": cache_in_gib,
+        "divided_by_8": cache_bytes_from_bits, "no_kv_heads": cache_one_head,
+        "no_head_dim": cache_no_head_dim,
     },
     "decode_with_cache": {
         "recomputes_prefix": decode_reprojects_prefix,
         "top_left_causal": decode_top_left_causal,
         "excludes_current_token": decode_cache_appended_late,
         "not_causal": decode_prefilled_cache,
+        "projects_all_tokens_at_once": decode_single_causal_pass,
+        "leaves_torch": decode_numpy_prefix,
     },
+}
+
+# more wrong answers, each named after the mistake it must be diagnosed as
+ALSO_WRONG = {
+    "decode_with_cache": {"projects_all_tokens_at_once": decode_project_first},
 }
 
 RIGHT = {
@@ -389,7 +538,7 @@ RIGHT = {
     "grouped_query_attention": [gqa_sdpa, gqa_einsum, gqa_head_loop],
     "kv_cache_bytes": [cache_right, cache_per_token, cache_numpy],
     "decode_with_cache": [decode_preallocated, decode_fused_qkv_masked_cache,
-                          decode_project_first],
+                          decode_growing_cat],
 }
 
 # answers that fail with an exception (or the wrong kind of output) on some case
