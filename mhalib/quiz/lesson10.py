@@ -46,8 +46,9 @@ QUESTIONS = {
                       "numbers; absorbing W_uk maps it into the latent space instead.",
                    2: "The query latent is only where queries start from; absorption moves them "
                       "to the space of the KV latent they are compared with.",
-                   3: "Absorption replaces W_q_h (7168 x 128) by W_q_h @ W_uk_h.T (7168 x 512): "
-                      "the query's width is the second dimension, the latent's."},
+                   3: "7168 is the width of x, what the query projection starts from; a query's "
+                      "width is that of the vectors it is compared with, and after absorption "
+                      "those are the 512-wide cached latents."},
     ),
     "qc_rope_blocks_absorption": MultipleChoice(
         id="qc_rope_blocks_absorption",
@@ -78,15 +79,16 @@ QUESTIONS = {
         options=["576: the latent and one key", "1,536: latent and 16 keys",
                  "1,152: latent and key, for K and V", "512: the RoPE keys are recomputed"],
         key="404ec3acac76136a0bba",
-        explanation="512 for the latent plus 16 * 64 = 1,024 for the rotated keys: 1,536, almost "
-                    "three times the 576 of the shared key (with DeepSeek-V3's 128 heads it "
+        explanation="512 for the latent plus 16 * 64 = 1,024 for the rotated keys: 1,536, about "
+                    "2.7 times the 576 of the shared key (with DeepSeek-V3's 128 heads it "
                     "would be fifteen times). Sharing one RoPE key among all heads is what "
                     "keeps the position part cheap.",
         why_wrong={0: "That is the shared key; with one key per head the 64 numbers are needed "
                       "16 times.",
                    2: "Values are recomputed from the latent too, so nothing is stored twice; the "
                       "difference here is the number of RoPE keys.",
-                   3: "A rotated key depends on its token's position and cannot come out of the "
-                      "position-free latent: it must be cached (or the whole prefix recomputed)."},
+                   3: "The rotated key is made from the token's hidden state x_s (W_KR), not from "
+                      "the cached latent, so it cannot be recomputed from the cache; it must be "
+                      "cached (or the whole prefix run again)."},
     ),
 }

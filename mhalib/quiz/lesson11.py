@@ -59,7 +59,7 @@ QUESTIONS = {
         expected=lambda s: -(-s["n"] // s["page_size"]) * s["page_size"] - s["n"],
         explanation="The sequence holds ceil(n / page_size) pages and fills n of their slots, "
                     "so at most page_size - 1 slots are wasted, all in its last page: with "
-                    "16-token pages and sequences of hundreds of tokens that is a few per cent, "
+                    "16-token pages that is under 8% of any sequence of 200 tokens or more, "
                     "against the whole unused maximum length a contiguous reservation wastes.",
         hint="13 tokens in pages of 4 take 4 pages (16 slots); 16 tokens take exactly 4.",
         examples=["math.ceil(n / page_size) * page_size - n", "(-n) % page_size",
