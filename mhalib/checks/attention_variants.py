@@ -47,12 +47,15 @@ def allowed_keys(n_q, n_k, shift=0, top_left=False):
 
 def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *, tiled=False,
                 scale=None, causal_shift=0, split_without_transpose=False,
-                output_projection=True):
+                output_projection=True, swap_kv=False, softmax_axis=-1,
+                merge_without_transpose=False):
     """Grouped-query self-attention (B, N, d_model) -> (B, N, d_model), with knobs.
 
     ``tiled``: head h reads group h % G (x.repeat) instead of h // (H / G).
     ``scale``: None = 1/sqrt(d_head); "d_model" = 1/sqrt(d_model); a number = that factor.
     ``causal_shift``: -1 hides the diagonal, +1 shows one future key.
+    ``swap_kv``: keys from w_v and values from w_k; ``softmax_axis``: -2 normalises over the
+    queries; ``merge_without_transpose``: the heads merged by a plain reshape of (B, H, N, d).
     """
     import torch
 
@@ -62,6 +65,8 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
     q = _split(x @ w_q, num_heads, transpose)  # (B, H, N, d_head)
     k = _split(x @ w_k, num_kv_heads, transpose)  # (B, G, N, d_head)
     v = _split(x @ w_v, num_kv_heads, transpose)
+    if swap_kv:
+        k, v = v, k
     n_rep = num_heads // num_kv_heads
     if tiled:
         k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)
@@ -75,8 +80,13 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
     if causal:
         n = x.shape[1]
         scores = scores.masked_fill(~allowed_keys(n, n, causal_shift), -torch.inf)
-    ctx = _softmax_rows(scores) @ v  # (B, H, N, d_head)
-    merged = ctx.reshape(x.shape) if split_without_transpose else _merge(ctx)
+    if softmax_axis == -2:
+        weights = _softmax_rows(scores.transpose(-2, -1)).transpose(-2, -1)
+    else:
+        weights = _softmax_rows(scores)
+    ctx = weights @ v  # (B, H, N, d_head)
+    plain = split_without_transpose or merge_without_transpose
+    merged = ctx.reshape(x.shape) if plain else _merge(ctx)
     return merged @ w_o if output_projection else merged
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Case, Exercise, WrongAnswer
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.slips import WrongAnswers
 
 # other mhalib functions that compute attention: reaching them from `attention` scores 0
 ATTENTION_KEYS = ("masked_attention", "attend", "tiled_attention", "flash_attention",
@@ -94,9 +95,10 @@ class Softmax(Exercise):
             WrongAnswer("ignores_axis", "the result is normalised along the last axis whatever "
                         "`axis` says: pass axis (and keepdims=True) to max and sum.",
                         lambda c: _softmax_last_axis(c.args[0])),
-            WrongAnswer("whole_array", "the whole array sums to 1 instead of each slice along "
-                        "`axis`: reduce with axis=axis, keepdims=True.",
-                        lambda c: _whole_array(c.args[0])),
+            WrongAnswers("whole_array", "the whole array sums to 1 instead of each slice along "
+                         "`axis`: reduce with axis=axis, keepdims=True.",
+                         lambda c: _whole_array(c.args[0]),
+                         lambda c: [_exp_over_sum(c.args[0], None)]),
             WrongAnswer("sum_over_whole_array", "each slice is shifted by its own maximum but the "
                         "division uses the sum of the whole array: reduce with axis=axis, "
                         "keepdims=True.", lambda c: _shifted_whole_sum(c.args[0], _axis(c))),
@@ -106,7 +108,108 @@ class Softmax(Exercise):
             WrongAnswer("max_no_keepdims", "each slice is shifted by another slice's maximum: use "
                         "keepdims=True in the max so it broadcasts per slice.",
                         lambda c: _max_without_keepdims(c.args[0], _axis(c))),
+            WrongAnswer("returns_log_probabilities", "these are the log-probabilities (log "
+                        "softmax, all <= 0), an intermediate: return their exponentials, which "
+                        "are >= 0 and sum to 1 along `axis`.",
+                        lambda c: _log_softmax(c.args[0], _axis(c))),
+            WrongAnswer("no_normalisation", "the exponentials were returned without dividing by "
+                        "their sum (dividing by their maximum changes nothing): divide by "
+                        "e.sum(axis=axis, keepdims=True) so each slice sums to 1.",
+                        lambda c: _shifted_exp(c.args[0], _axis(c))),
+            WrongAnswers("negated_logits", "the largest logit gets the smallest weight: the sign "
+                         "is flipped (exp(max - x), or a softmax of -x); compute exp(x - max).",
+                         lambda c: _softmax_along(-c.args[0], _axis(c)),
+                         lambda c: [_exp_of_max_minus_x(c.args[0], _axis(c))]),
+            WrongAnswer("max_along_wrong_axis", "each entry was shifted by the maximum along the "
+                        "last axis, but summed along `axis`: take the maximum along `axis` too "
+                        "(np.max(x, axis=axis, keepdims=True)).",
+                        lambda c: _shift_last_sum_axis(c.args[0], _axis(c))),
+            WrongAnswer("sum_along_wrong_axis", "each slice along `axis` was shifted by its "
+                        "maximum, but divided by the sum along the last axis: sum along `axis` "
+                        "too (e.sum(axis=axis, keepdims=True)).",
+                        lambda c: _shift_axis_sum_last(c.args[0], _axis(c))),
+            WrongAnswer("axis_not_moved_back", "the softmax is right but its axis is left last: "
+                        "after np.moveaxis(x, axis, -1) move the result back with "
+                        "np.moveaxis(result, -1, axis), so the output has the input's shape.",
+                        lambda c: np.moveaxis(_softmax_along(c.args[0], _axis(c)), _axis(c), -1)),
+            WrongAnswers("wrong_axis", "each slice along another axis sums to 1 (a hard-coded "
+                         "axis=0 or dim=0?): normalise along the axis given by `axis`.",
+                         lambda c: _softmax_along(c.args[0], _other_axes(c)[0]),
+                         lambda c: [_softmax_along(c.args[0], a) for a in _other_axes(c)[1:]]),
+            WrongAnswer("softmax_transposed", "the softmax is right but transposed (.T reverses "
+                        "every axis): return it in the input's layout, without .T.",
+                        lambda c: np.transpose(_softmax_along(c.args[0], _axis(c)))),
+            WrongAnswer("sigmoid", "that is the logistic sigmoid 1 / (1 + exp(-x)) of each entry "
+                        "on its own; softmax normalises: exp(x - max) / sum of exp(x - max) along "
+                        "`axis`.", lambda c: _sigmoid(c.args[0])),
+            WrongAnswer("shift_by_mean", "each slice was shifted by its mean, not its maximum: "
+                        "for large logits exp(x - mean) still overflows (inf / inf = NaN). "
+                        "Subtract the maximum, so the largest exponent is exp(0) = 1.",
+                        lambda c: _shift_by_mean(c.args[0], _axis(c))),
+            WrongAnswer("denominator_not_shifted", "the numerator is exp(x - max) but the "
+                        "denominator sums the unshifted exp(x): shift both by the same maximum "
+                        "(e = np.exp(x - max); e / e.sum(axis=axis, keepdims=True)).",
+                        lambda c: _unshifted_denominator(c.args[0], _axis(c))),
         ]
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+def _shift_by_mean(x, axis):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x - np.mean(x, axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _unshifted_denominator(x, axis):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return np.exp(x - np.max(x, axis=axis, keepdims=True)) / np.exp(x).sum(axis=axis,
+                                                                               keepdims=True)
+
+
+def _softmax_along(x, axis):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _other_axes(case: Case) -> list[int]:
+    """The axes of the input other than ``axis`` (normalised), axis 0 first."""
+    x = np.asarray(case.args[0])
+    right = _axis(case) % x.ndim
+    return [a for a in range(x.ndim) if a != right]
+
+
+def _log_softmax(x, axis):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _shifted_exp(x, axis):
+    with np.errstate(invalid="ignore"):
+        return np.exp(x - np.max(x, axis=axis, keepdims=True))
+
+
+def _exp_of_max_minus_x(x, axis):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(np.max(x, axis=axis, keepdims=True) - x)
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _shift_last_sum_axis(x, axis):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def _shift_axis_sum_last(x, axis):
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
 
 
 def _softmax_last_axis(x):
@@ -226,11 +329,109 @@ class Attention(Exercise):
             WrongAnswer("scale_after_softmax", "the weights were divided by sqrt(d_k) after the "
                         "softmax, so rows no longer sum to 1: scale the scores before it.",
                         lambda c: _scale_after_softmax(*c.args)),
-            WrongAnswer("returns_scores", "the second value returned is the scaled scores, not the "
-                        "softmax weights.", scores_instead),
+            WrongAnswers("returns_scores", "the second value returned is the scores, not the "
+                         "softmax weights.", scores_instead,
+                         lambda c: [(scores_instead(c)[0], _scores(*c.args[:2]))]),
+            WrongAnswer("output_from_scores", "the output was computed from the scores (scores @ "
+                        "v), not from the weights: out = weights @ v.",
+                        lambda c: _out_from_scores(*c.args)),
             WrongAnswer("swapped_outputs", "the two values come back in the wrong order: return "
                         "(out, weights).", swapped),
+            WrongAnswer("returns_only_output", "only the output came back: return the pair "
+                        "(out, weights).", lambda c: _reference_attention(*c.args)[0]),
+            WrongAnswer("returns_log_weights", "the second value is the log of the weights (a log "
+                        "softmax, all <= 0): return the weights themselves, which are >= 0 and "
+                        "sum to 1 along each row.", log_weights_instead),
+            WrongAnswer("negated_scores", "the sign of the scores is flipped: the most similar key "
+                        "gets the least weight. The scores are +q . k / sqrt(d_k).",
+                        lambda c: _rescaled(*c.args, -1.0)),
+            WrongAnswer("swapped_q_k", "q and k swapped roles: the scores are k @ q^T instead of "
+                        "q @ k^T (queries along the rows, keys along the columns).",
+                        lambda c: _keys_as_queries(*c.args)),
+            WrongAnswer("output_transposed", "the output is transposed (..., d_v, N_q) (v^T @ "
+                        "weights^T): compute weights @ v, shape (..., N_q, d_v).",
+                        lambda c: _output_transposed(c)),
+            WrongAnswer("swapped_k_v", "keys and values swapped roles: the scores use v and the "
+                        "output mixes k. Score the keys (q @ k^T) and mix the values "
+                        "(weights @ v).", lambda c: _values_as_keys(*c.args)),
+            WrongAnswer("weights_transposed", "the weights come back transposed (N_k, N_q): row i "
+                        "must hold query i's weights over the keys, shape (..., N_q, N_k).",
+                        lambda c: transposed_weights(c)),
+            WrongAnswer("softmax_over_first_axis", "the softmax ran over axis 0 (dim=0), which is "
+                        "the batch axis when there are batch dimensions: run it over the keys, "
+                        "axis=-1.", lambda c: _weights_over_axis0(*c.args)),
+            Symptom("wrong_scale", "the weights match attention whose scores were scaled by a "
+                    "different factor than 1/sqrt(d_k): divide q . k by sqrt(d_k), where d_k = "
+                    "q.shape[-1] is the size of the vectors in each dot product (not a sequence "
+                    "length or another axis).",
+                    lambda c, received, meta: self._rescaled_weights(c, received)),
         ]
+
+    def _rescaled_weights(self, case, received) -> bool:
+        """True when ``received`` is attention with the scores scaled by some other factor (fitted
+        from the learner's weights)."""
+        q, k, v = case.args
+        factor = _fitted_factor(_scores(q, k), received)
+        if factor is None:
+            return False
+        return self.reproduces(case, lambda c: _rescaled(q, k, v, factor * np.sqrt(q.shape[-1])),
+                               received)
+
+
+def _fitted_factor(scores, received):
+    """The factor s for which softmax(s * scores) best fits the learner's weights, or None."""
+    if not isinstance(received, tuple) or len(received) != 2:
+        return None
+    weights = np.asarray(received[1], dtype=np.float64)
+    if weights.shape != scores.shape:
+        return None
+    top = np.argmax(weights, axis=-1)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(weights)
+        a = logs - np.take_along_axis(logs, top, axis=-1)
+    b = scores - np.take_along_axis(scores, top, axis=-1)
+    valid = np.isfinite(a) & np.isfinite(b) & (weights > 1e-200)
+    denominator = float(np.sum(np.where(valid, b * b, 0.0)))
+    if denominator <= 0:
+        return None
+    return float(np.sum(np.where(valid, a * b, 0.0))) / denominator
+
+
+def _keys_as_queries(q, k, v):
+    scores = k @ np.swapaxes(q, -1, -2) / np.sqrt(q.shape[-1])  # (..., N_k, N_q)
+    weights = _softmax_along(scores, -1)
+    return weights @ v, weights  # raises unless N_q == N_k, as the learner's code does
+
+
+def _out_from_scores(q, k, v):
+    scores = _scores(q, k) / np.sqrt(q.shape[-1])
+    return scores @ v, _softmax_along(scores, -1)
+
+
+def _output_transposed(c):
+    out, weights = _reference_attention(*c.args)
+    return np.swapaxes(out, -1, -2), weights
+
+
+def _values_as_keys(q, k, v):
+    weights = _softmax_along(_scores(q, v) / np.sqrt(q.shape[-1]), -1)
+    return weights @ k, weights  # raises unless d_v == d_k, as the learner's code does
+
+
+def _weights_over_axis0(q, k, v):
+    weights = _softmax_along(_scores(q, k) / np.sqrt(q.shape[-1]), 0)
+    return weights @ v, weights
+
+
+def log_weights_instead(c):
+    q, k, v = c.args
+    out, _ = _reference_attention(q, k, v)
+    return out, _log_softmax(_scores(q, k) / np.sqrt(q.shape[-1]), -1)
+
+
+def transposed_weights(c):
+    out, weights = _reference_attention(*c.args)
+    return out, np.swapaxes(weights, -1, -2)
 
 
 EXERCISES = {e.name: e for e in (Softmax(), Attention())}

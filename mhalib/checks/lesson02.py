@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.exercise import Case, Exercise, WrongAnswer
+from mhalib.checks.compare import difference
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.slips import WrongAnswers
 
 # other mhalib functions that compute these answers
 SPLIT_KEYS = ("_split", "_project")
@@ -49,6 +51,17 @@ def _split_features_last(x, num_heads):
 def _split_strided(x, num_heads):
     batch, n, d_model = x.shape
     return x.reshape(batch, n, d_model // num_heads, num_heads).transpose(0, 3, 1, 2)
+
+
+def _split_folded(x, num_heads):
+    batch, n, d_model = x.shape
+    heads = x.reshape(batch, n, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+    return heads.reshape(batch * num_heads, n, d_model // num_heads)
+
+
+def _split_sizes_swapped(x, num_heads):
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, d_model // num_heads, num_heads).transpose(0, 2, 1, 3)
 
 
 class SplitHeads(Exercise):
@@ -95,6 +108,12 @@ class SplitHeads(Exercise):
                         "reshape to (B, N, d_head, H)); it should get the contiguous block "
                         "h*d_head:(h+1)*d_head, i.e. reshape to (B, N, H, d_head).",
                         model(_split_strided)),
+            WrongAnswer("heads_folded_into_batch", "the heads were folded into the batch axis (B "
+                        "* H, N, d_head): keep them as an axis of their own, (B, H, N, d_head).",
+                        model(_split_folded)),
+            WrongAnswer("sizes_swapped", "the reshape used (B, N, d_head, H), the last two sizes "
+                        "swapped, and gives (B, d_head, N, H): reshape to (B, N, H, d_head), then "
+                        "transpose(0, 2, 1, 3).", model(_split_sizes_swapped)),
         ]
 
 
@@ -159,7 +178,21 @@ class MergeHeads(Exercise):
             WrongAnswer("batch_and_heads_swapped", "batch and head axes were swapped before the "
                         "reshape: move the head axis next to d_head with transpose(0, 2, 1, 3).",
                         lambda c: _merge_heads_major(c.args[0])),
+            WrongAnswers("heads_summed", "the heads were added up (or averaged) into one of width "
+                         "d_head: merging concatenates them side by side, (B, N, H * d_head).",
+                         lambda c: c.args[0].sum(axis=1), lambda c: [c.args[0].mean(axis=1)]),
+            WrongAnswer("concatenated_along_tokens", "the heads were concatenated along the "
+                        "token axis (B, H * N, d_head): concatenate along the features, "
+                        "(B, N, H * d_head).",
+                        lambda c: np.concatenate(list(np.moveaxis(c.args[0], 1, 0)), axis=1)),
+            WrongAnswer("tokens_last", "the result is (B, H * d_head, N), features before tokens: "
+                        "the tokens stay on axis 1, (B, N, H * d_head).",
+                        lambda c: np.swapaxes(_merge_correct(c.args[0]), 1, 2)),
         ]
+
+
+def _merge_correct(x):
+    return answer_key("merge_heads")(x)
 
 
 # -- multi-head attention ----------------------------------------------------------------------
@@ -185,6 +218,32 @@ def _heads_by(split, merge, x, w_q, w_k, w_v, w_o, num_heads):
     q, k, v = (split(x @ w, num_heads) for w in (w_q, w_k, w_v))  # (B, H, N, d_head)
     heads, _ = attention(q, k, v)  # (B, H, N, d_head)
     return merge(heads) @ w_o  # (B, N, d_model)
+
+
+def _heads_with(x, w_q, w_k, w_v, w_o, num_heads, axis=-1, causal=False):
+    """Multi-head attention whose softmax runs along ``axis``, optionally causal."""
+    q, k, v = (_correct_split(x @ w, num_heads) for w in (w_q, w_k, w_v))  # (B, H, N, d_head)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (B, H, N, N)
+    if causal:
+        n = scores.shape[-1]
+        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+    e = np.exp(scores - np.max(scores, axis=axis, keepdims=True))
+    weights = e / e.sum(axis=axis, keepdims=True)
+    return answer_key("merge_heads")(weights @ v) @ w_o  # (B, N, d_model)
+
+
+def _unprojected(case, slot):
+    """Multi-head attention with args[slot] (w_q, w_k or w_v) replaced by the identity."""
+    args = list(case.args)
+    args[slot] = np.eye(args[0].shape[-1], dtype=args[0].dtype)
+    return _reference_mha(*args)
+
+
+def _reused(case, which):
+    """Multi-head attention whose q, k, v are projected with the weights args[which[0..2]]."""
+    x, *_, num_heads = case.args
+    w_q, w_k, w_v = (case.args[i] for i in which)
+    return _reference_mha(x, w_q, w_k, w_v, case.args[4], num_heads)
 
 
 def _correct_split(x, num_heads):
@@ -263,7 +322,56 @@ class MultiHeadAttention(Exercise):
             WrongAnswer("transposed_weights", "the weights were applied as x @ W.T (nn.Linear's "
                         "layout); in this course a weight (d_in, d_out) is applied as x @ W.",
                         transposed),
+            WrongAnswer("single_head_d_head_scale", "the output matches ONE head of width d_model "
+                        "(scaled by sqrt(d_head)): split the projections into num_heads heads of "
+                        "width d_head before attention, and merge them after.",
+                        lambda c: one_head(Case(c.label, (c.args[0], c.args[1]
+                                                          * np.sqrt(c.args[5]), *c.args[2:])))),
+            WrongAnswer("softmax_over_queries", "each head's softmax ran over the queries (axis "
+                        "-2): each query's weights over the keys must sum to 1, axis=-1.",
+                        lambda c: _heads_with(*c.args, axis=-2)),
+            WrongAnswer("swapped_q_k", "queries and keys swapped roles (x @ w_k used as queries, x "
+                        "@ w_q as keys, or attention(k, q, v)): the scores are q @ k^T.",
+                        lambda c: _reference_mha(c.args[0], c.args[2], c.args[1],
+                                                 *c.args[3:])),
+            WrongAnswer("swapped_k_v", "keys and values swapped roles (attention(q, v, k), or x "
+                        "@ w_v used as keys): the scores use the keys x @ w_k, the output mixes "
+                        "the values x @ w_v.",
+                        lambda c: _reference_mha(c.args[0], c.args[1], c.args[3], c.args[2],
+                                                 *c.args[4:])),
+            WrongAnswer("causal_mask_applied", "a causal mask was applied: this exercise is "
+                        "attention without a mask, every token sees every token.",
+                        lambda c: _heads_with(*c.args, causal=True)),
+            WrongAnswer("softmax_over_heads", "the softmax ran over the head axis (axis 1 of the "
+                        "(B, H, N, N) scores): each query's weights over the keys must sum to 1, "
+                        "axis=-1.", lambda c: _heads_with(*c.args, axis=1)),
+            WrongAnswer("residual_added", "the input x was added to the output (the residual "
+                        "connection of a transformer block): this function returns the attention "
+                        "output alone.", lambda c: c.args[0] + _reference_mha(*c.args)),
+            WrongAnswer("scale_by_d_head", "each head's scores were divided by d_head, not by "
+                        "sqrt(d_head).", rescaled_queries(lambda c: 1 / np.sqrt(d_head(c)))),
+            WrongAnswer("heads_and_width_swapped", "the projections were split into d_head heads "
+                        "of width num_heads (num_heads and d_head swapped): split into num_heads "
+                        "heads of width d_head = d_model // num_heads.",
+                        lambda c: _reference_mha(*c.args[:5], c.args[0].shape[-1] // c.args[5])),
+            WrongAnswers("projection_weight_reused", "one projection used another's weight (k = x "
+                         "@ w_q, say: a copy-paste slip): the queries, keys and values each have "
+                         "their own weight, x @ w_q, x @ w_k, x @ w_v.",
+                         lambda c: _reused(c, (1, 1, 3)),
+                         lambda c: [_reused(c, which) for which in
+                                    ((2, 2, 3), (1, 3, 3), (1, 2, 1), (1, 2, 2), (3, 2, 3))]),
+            WrongAnswers("projection_missing", "the keys (or the queries, or the values) are x "
+                         "itself, not projected: each of q, k and v is x times its own weight, x "
+                         "@ w_q, x @ w_k, x @ w_v.", lambda c: _unprojected(c, 2),
+                         lambda c: [_unprojected(c, 1), _unprojected(c, 3)]),
+            Symptom("returns_weights_too", "the function returned a tuple whose first element is "
+                    "the right output: return only the output (B, N, d_model), not the weights "
+                    "with it.", lambda c, received, meta: self._first_is_right(c, received)),
         ]
+
+    def _first_is_right(self, case, received) -> bool:
+        return (isinstance(received, tuple) and len(received) >= 2
+                and difference(self.expected(case), received[0]) is None)
 
 
 EXERCISES = {e.name: e for e in (SplitHeads(), MergeHeads(), MultiHeadAttention())}

@@ -14,6 +14,7 @@ import numpy as np
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.slips import WrongAnswers
 
 SEED_CASE = "the same seed twice, then another seed"
 # Var(x y) for independent x, y ~ U(0, 1): E[x^2] E[y^2] - (E[x] E[y])^2 = 1/9 - 1/16
@@ -37,9 +38,9 @@ def _as_number(value):
     return float(value)
 
 
-def _is_exact(value: float, case: Case) -> bool:
+def _is_exact(value: float | None, case: Case) -> bool:
     """A sampled variance is never d_k to nine digits; d_k itself (or d_k + tiny) is."""
-    return abs(value - _d_k(case)) <= 1e-9 * _d_k(case)
+    return value is not None and abs(value - _d_k(case)) <= 1e-9 * _d_k(case)
 
 
 def _standard_error(case: Case, value: float) -> float:
@@ -106,8 +107,8 @@ class DotProductVariance(Exercise):
     def reproduces(self, case, compute, received):
         """A statistical match: the learner's estimate lies within sampling error of the value
         the mistake would estimate, and that value is told apart from the right one."""
-        value = _as_number(received)
-        if case.label == SEED_CASE or value is None:
+        value = _as_number(_first_value(case, received))
+        if value is None:
             return False
         wrong = compute(case)
         right = float(_d_k(case))
@@ -134,12 +135,22 @@ class DotProductVariance(Exercise):
                         lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),
             Symptom("exact_value", "the function returns d_k itself; the exercise is to measure "
                     "the variance by sampling q and k, and see how close it comes.",
-                    lambda c, received, meta: c.label != SEED_CASE
-                    and _as_number(received) is not None and _is_exact(_as_number(received), c)),
+                    lambda c, received, meta: _is_exact(_as_number(_first_value(c, received)),
+                                                        c)),
             Symptom("ignores_seed", "the result does not depend on `seed` the way it should: make "
                     "the generator with np.random.default_rng(seed) inside the function.",
                     lambda c, received, meta: c.label == SEED_CASE and _seed_ignored(received)),
         ]
+
+
+def _first_value(case: Case, received):
+    """The estimate to judge: the output itself, or on the seed case the first call's, when
+    the three calls honour the seed (else the case shows the seed ignored, nothing else)."""
+    if case.label != SEED_CASE:
+        return received
+    if not isinstance(received, tuple) or len(received) != 3 or _seed_ignored(received):
+        return None
+    return received[0]
 
 
 def _seed_ignored(received) -> bool:
@@ -228,7 +239,55 @@ class SoftmaxEntropy(Exercise):
             WrongAnswer("whole_array", "the whole array was summed into one number: sum along "
                         "`axis` only.", lambda c: np.asarray(
                             answer_key("softmax_entropy")(c.args[0].reshape(-1), -1))),
+            WrongAnswer("terms_not_summed", "these are the terms -p log p, one per weight, an "
+                        "intermediate: sum them along `axis` to get one entropy per "
+                        "distribution.", lambda c: -_entropy_terms_zero(c.args[0])),
+            WrongAnswer("keepdims", "the result kept the reduced axis (keepdims=True, size 1): "
+                        "sum without keepdims, so the result has one axis fewer than the "
+                        "weights.", lambda c: np.expand_dims(
+                            answer_key("softmax_entropy")(c.args[0], _axis(c)), _axis(c))),
+            WrongAnswers("wrong_axis", "the entropy was taken along another axis than `axis` (a "
+                         "hard-coded axis=0, or scipy.stats.entropy, which uses axis=0 and "
+                         "normalises along it, called without axis=axis): sum along `axis`.",
+                         lambda c: _entropy_along(c.args[0], _other_axes(c)[0]),
+                         lambda c: [_entropy_along(c.args[0], a, normalise)
+                                    for a in _other_axes(c) for normalise in (False, True)]),
+            WrongAnswer("softmax_of_weights", "a softmax was applied to the weights first: they "
+                        "are already probabilities, take the entropy of the weights as given.",
+                        lambda c: _entropy_along(_softmax_along(c.args[0], _axis(c)), _axis(c))),
+            WrongAnswer("normalised_by_log_n", "the entropy was divided by log(n), the entropy of "
+                        "the uniform distribution (a 'normalised entropy' between 0 and 1): "
+                        "return the entropy itself, in nats.",
+                        with_reference(lambda h, c: h / np.log(c.args[0].shape[_axis(c)]))),
         ]
+
+
+def _entropy_terms_zero(p):
+    """p log p with 0 where p = 0."""
+    p = np.asarray(p, dtype=np.float64)
+    return np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+
+
+def _entropy_along(p, axis, normalise=False):
+    """Entropy along ``axis``; ``normalise`` divides by the sum first, as scipy.stats.entropy
+    does (NaN where that sum is 0)."""
+    p = np.asarray(p, dtype=np.float64)
+    if not normalise:
+        return -np.sum(_entropy_terms_zero(p), axis=axis)
+    total = p.sum(axis=axis, keepdims=True)
+    entropy = -np.sum(_entropy_terms_zero(p / np.where(total > 0, total, 1.0)), axis=axis)
+    return np.where(np.squeeze(total, axis=axis) > 0, entropy, np.nan)
+
+
+def _softmax_along(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _other_axes(case: Case) -> list[int]:
+    ndim = np.ndim(case.args[0])
+    right = _axis(case) % ndim
+    return [a for a in range(ndim) if a != right]
 
 
 # -- softmax_jacobian --------------------------------------------------------------------------
@@ -287,6 +346,21 @@ class SoftmaxJacobian(Exercise):
                         "probability vector, use it directly.",
                         lambda c: np.diag(softmax_of(p(c))) - np.outer(softmax_of(p(c)),
                                                                        softmax_of(p(c)))),
+            WrongAnswer("log_softmax_jacobian", "that is the Jacobian of log softmax, I - 1 p^T "
+                        "(entry (i, j) = delta_ij - p_j): the Jacobian of softmax itself "
+                        "multiplies row i by p_i, J = diag(p) - p p^T.",
+                        lambda c: np.eye(len(p(c))) - p(c)[None, :]),
+            WrongAnswer("inner_product", "the scalar p . p (np.dot or p @ p) was subtracted from "
+                        "every entry: the term is the outer product p p^T (np.outer(p, p)), an "
+                        "(n, n) matrix.", lambda c: np.diag(p(c)) - np.dot(p(c), p(c))),
+            WrongAnswer("identity_not_diag_p", "the diagonal term is the identity: the derivative "
+                        "of p_i with respect to x_i is p_i (1 - p_i), so J = diag(p) - p p^T, not "
+                        "I - p p^T.", lambda c: np.eye(len(p(c))) - np.outer(p(c), p(c))),
+            WrongAnswers("elementwise_square", "p * p (the squares p_j^2, broadcast over the rows) "
+                         "was subtracted instead of the outer product p p^T, whose entry (i, j) is "
+                         "p_i p_j: use np.outer(p, p).",
+                         lambda c: np.diag(p(c)) - p(c) * p(c),
+                         lambda c: [np.diag(p(c)) - (p(c) * p(c))[:, None]]),
         ]
 
 

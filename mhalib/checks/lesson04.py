@@ -13,6 +13,7 @@ import numpy as np
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
+from mhalib.checks.slips import WrongAnswers
 
 MASKED_ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "triton_flash_attention",
                          "online_softmax_attention", "_attention", "grouped_query_attention",
@@ -83,6 +84,20 @@ class CausalMask(Exercise):
             WrongAnswer("ignores_n_k", "the mask is (n_q, n_q) whatever n_k is: use n_k keys (n_k "
                         "defaults to n_q only when it is None).",
                         lambda c: _causal(_sizes(c)[0])),
+            WrongAnswer("sees_next", "the mask is off by one: each query also sees the key just "
+                        "after it. Query i may attend keys j <= i + n_k - n_q (np.tril(..., "
+                        "k=n_k - n_q), not k=n_k - n_q + 1).", shifted(1)),
+            WrongAnswer("offset_sign_flipped", "the diagonal offset has the wrong sign: query i "
+                        "sits at position i + n_k - n_q, so it may attend keys j <= i + (n_k - "
+                        "n_q) (np.tril(..., k=n_k - n_q), not k=n_q - n_k).",
+                        lambda c: np.tril(np.ones(_sizes(c), dtype=bool),
+                                          k=_sizes(c)[0] - _sizes(c)[1])),
+            WrongAnswer("square_n_k", "the mask is (n_k, n_k): it must have one row per query, "
+                        "(n_q, n_k).", lambda c: _causal(_sizes(c)[1])),
+            WrongAnswer("additive_mask", "this is an additive float mask (0 where allowed, -inf "
+                        "where not), the other convention: return the boolean mask, True where "
+                        "the query may attend.",
+                        lambda c: np.where(_causal(*_sizes(c)), 0.0, -np.inf)),
         ]
 
 
@@ -138,6 +153,26 @@ class PaddingMask(Exercise):
                         lambda c: _keep(c)[:, None, :, None]),
             WrongAnswer("not_boolean", "the mask holds numbers: return a boolean array.",
                         lambda c: _keep(c)[:, None, None].astype(np.int64)),
+            WrongAnswer("one_short", "the last real token of each sequence is masked: key j is "
+                        "real when j < lengths[b] (not j < lengths[b] - 1).",
+                        lambda c: (np.arange(c.args[1])[None, :]
+                                   < _lengths(c)[:, None] - 1)[:, None, None]),
+            WrongAnswer("width_from_lengths", "the mask is max(lengths) keys wide: it must have "
+                        "n columns, the padded length, even when every sequence is shorter.",
+                        lambda c: (np.arange(_lengths(c).max())[None, :]
+                                   < _lengths(c)[:, None])[:, None, None]),
+            WrongAnswer("batch_not_first", "the mask is (1, 1, B, n): the batch axis must come "
+                        "first, (B, 1, 1, n), so that sequence b's mask meets sequence b's "
+                        "scores.", lambda c: _keep(c)[None, None]),
+            WrongAnswer("masks_queries_and_keys", "the mask is (B, 1, n, n): it masks padded "
+                        "queries as well as padded keys. Padding removes keys only: (B, 1, 1, n), "
+                        "which broadcasts over the queries.",
+                        lambda c: _keep(c)[:, None, :, None] & _keep(c)[:, None, None, :]),
+            WrongAnswer("left_padding", "the real tokens were put at the END of each row (left "
+                        "padding): here sequences are padded on the right, so key j is real when "
+                        "j < lengths[b].",
+                        lambda c: (np.arange(c.args[1])[None, :]
+                                   >= c.args[1] - _lengths(c)[:, None])[:, None, None]),
         ]
 
 
@@ -182,12 +217,43 @@ def _shift_by_all_keys(q, k, v, mask):
     return weights @ v, weights
 
 
+def _over_queries(q, k, v, mask, nan_to_zero):
+    """Masked softmax down each column; a column with no allowed query is NaN or zeros."""
+    scores = np.where(mask, _scaled_scores(q, k), -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(scores - scores.max(axis=-2, keepdims=True))
+        weights = e / e.sum(axis=-2, keepdims=True)
+    if nan_to_zero:
+        weights = np.nan_to_num(weights)
+    return weights @ v, weights
+
+
+def _exp_without_shift(q, k, v, mask, nan_to_zero):
+    """exp of the masked scores, no shift: NaN where exp overflows and in rows with no allowed
+    key (0 / 0), or zeros there."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(np.where(mask, _scaled_scores(q, k), -np.inf))
+        weights = e / e.sum(axis=-1, keepdims=True)
+    if nan_to_zero:
+        weights = np.where(np.isnan(weights), 0.0, weights)
+    return weights @ v, weights
+
+
+def _mask_added(q, k, v, mask):
+    weights = _row_softmax(_scaled_scores(q, k) + np.asarray(mask, dtype=np.float64))
+    return weights @ v, weights
+
+
 def _with_rows(q, k, v, mask, fill):
-    """The reference, with rows that have no allowed key replaced: fill='nan' or 'uniform'."""
+    """The reference, with rows that have no allowed key replaced: fill='nan', 'uniform' or
+    'unmasked' (attention over all keys, what adding -1e9 to every score of the row gives)."""
     out, weights = _reference(q, k, v, mask)
     empty = _empty_rows(mask, q, k)  # (..., N_q, 1)
     if fill == "nan":
         return np.where(empty, np.nan, out), np.where(empty, np.nan, weights)
+    if fill == "unmasked":
+        free, free_weights = _reference(q, k, v, np.ones_like(np.asarray(mask)))
+        return np.where(empty, free, out), np.where(empty, free_weights, weights)
     uniform = np.full(weights.shape, 1.0 / k.shape[-2])
     weights = np.where(empty, uniform, weights)
     return np.where(empty, np.mean(v, axis=-2, keepdims=True), out), weights
@@ -202,6 +268,18 @@ def _nan_rows(value):
     if not empty.any():
         return None
     return np.where(empty, np.nan, out), np.where(empty, np.nan, weights)
+
+
+def _masked_key_far_above(rng) -> Case:
+    """Allowed scores near -400 and a masked one at +400: exp never overflows, but a shift by
+    the maximum over all keys (masked included) underflows every allowed key. This case tells
+    that slip apart from a softmax without any shift, which only fails on huge logits."""
+    allowed = np.round((-20 + 0.05 * rng.normal(size=4)) * 64) / 64  # exact in float32
+    k = np.concatenate([allowed, [20.0]])[:, None]  # (5, 1): scores 20 * k
+    q = np.full((3, 1), 20.0)
+    mask = np.ones((3, 5), dtype=bool)
+    mask[:, -1] = False
+    return Case("a masked key far above the allowed ones", (q, k, rng.normal(size=(5, 2)), mask))
 
 
 class MaskedAttention(Exercise):
@@ -248,6 +326,7 @@ class MaskedAttention(Exercise):
                                             np.array([True, False, True, True]))),
             Case("every key allowed", (*rng.normal(size=(3, 4, 6)), np.ones((4, 4), bool)),
                  degenerate=True),
+            _masked_key_far_above(rng),
         ]
 
     def expected(self, case):
@@ -275,10 +354,16 @@ class MaskedAttention(Exercise):
                         "score is -inf, so the softmax divides 0 by 0): give such rows zero "
                         "weights and a zero output.",
                         lambda c: _with_rows(*c.args, fill="nan")),
-            WrongAnswer("finite_fill_on_empty_rows", "a row with no allowed key averages all the "
-                        "values: with a finite fill (-1e9) its softmax is uniform; the contract "
-                        "wants zero weights and a zero output there.",
-                        lambda c: _with_rows(*c.args, fill="uniform")),
+            WrongAnswers("finite_fill_on_empty_rows", "a row with no allowed key still gets "
+                         "weights: with a finite fill (-1e9, set or added) its softmax runs over "
+                         "the masked keys (uniform, or as if unmasked); the contract wants zero "
+                         "weights and a zero output there.",
+                         lambda c: _with_rows(*c.args, fill="uniform"),
+                         lambda c: [_with_rows(*c.args, fill="unmasked")]),
+            WrongAnswers("no_max_shift", "exp overflows for large scores (inf / inf = NaN): "
+                         "shift the masked scores by their row maximum before np.exp.",
+                         lambda c: _exp_without_shift(*c.args, nan_to_zero=False),
+                         lambda c: [_exp_without_shift(*c.args, nan_to_zero=True)]),
             WrongAnswer("shift_by_masked_max", "the scores were shifted by the maximum over all "
                         "keys, masked ones included; with large logits the allowed keys underflow "
                         "to 0. Set masked scores to -inf first, then shift by the row maximum.",
@@ -297,6 +382,19 @@ class MaskedAttention(Exercise):
                         reference_with(lambda q, k, v, m: (q, k, v, np.ones_like(m)))),
             WrongAnswer("no_scale", "the scores were not divided by sqrt(d_k).",
                         reference_with(lambda q, k, v, m: (q * np.sqrt(q.shape[-1]), k, v, m))),
+            WrongAnswers("softmax_over_queries", "the softmax ran over the queries (axis -2): "
+                         "each query's weights over its allowed keys must sum to 1, axis=-1.",
+                         lambda c: _over_queries(*c.args, nan_to_zero=True),
+                         lambda c: [_over_queries(*c.args, nan_to_zero=False)]),
+            WrongAnswer("mask_added", "the boolean mask was added to the scores (True counts as "
+                        "+1, False as 0), which masks nothing: set the scores of masked keys to "
+                        "-inf (np.where(mask, scores, -np.inf)).",
+                        lambda c: _mask_added(*c.args)),
+            WrongAnswer("returns_only_output", "only the output came back: return the pair "
+                        "(out, weights).", lambda c: _reference(*c.args)[0]),
+            WrongAnswer("negated_scores", "the sign of the scores is flipped: the most similar "
+                        "allowed key gets the least weight. The scores are +q . k / sqrt(d_k).",
+                        reference_with(lambda q, k, v, m: (-q, k, v, m))),
         ]
 
 

@@ -8,19 +8,23 @@ instead of all heads', and parameter counts with the biases wrong.
 
 from __future__ import annotations
 
+import math
+
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 
 EXACT = {"rtol": 1e-9, "atol": 0.0}
 
 
-def _flops(n, d, *, per_mac=2, projections=3, output=True, n2_width=None, n2_terms=2):
-    """The mha_flops dict with knobs; n2_width replaces d_model in the N^2 terms."""
+def _flops(n, d, *, per_mac=2, projections=3, output=True, n2_width=None, n2_terms=2,
+           n2_scale=1):
+    """The mha_flops dict with knobs; n2_width replaces d_model in the N^2 terms, n2_scale
+    multiplies them (0.5: the causal half)."""
     width = d if n2_width is None else n2_width
     parts = {
         "qkv_projections": per_mac * projections * n * d * d,
-        "scores": per_mac * n * n * width,
-        "weighted_sum": per_mac * n * n * width,
+        "scores": per_mac * n * n * width * n2_scale,
+        "weighted_sum": per_mac * n * n * width * n2_scale,
         "output_projection": per_mac * n * d * d if output else 0,
     }
     parts["total"] = (parts["qkv_projections"] + parts["output_projection"]
@@ -79,17 +83,23 @@ class MhaFlops(Exercise):
             WrongAnswer("one_projection", "qkv_projections counts one projection: Q, K and V are "
                         "three (N, d) @ (d, d) products, 3 * 2 N d^2.",
                         model(_only("qkv_projections"), projections=1)),
+            WrongAnswer("causal_halved", "the N^2 terms are half the expected (N^2 d_model "
+                        "each): that counts only the causal half of the scores, or only one of "
+                        "two heads. This exercise counts the dense N x N scores of all the heads "
+                        "together: 2 N^2 d_model each.", model(n2_scale=0.5)),
             Symptom("n2_with_d_head", "the N^2 terms look like one head's work (2 N^2 d_head): H "
                     "heads of width d_head = d_model / H together do 2 N^2 d_model.",
                     lambda c, received, meta: _looks_per_head(self._nd(c), received)),
             WrongAnswer("one_n2_term", "the total has only one N^2 term: the scores Q K^T and the "
                         "weighted sum weights @ V each cost 2 N^2 d_model.",
-                        model(_only("total"), n2_terms=1)),
+                        model(_only("scores", "weighted_sum", "total"), n2_terms=1)),
         ]
 
 
 def _looks_per_head(nd, received) -> bool:
-    """True when the scores are 2 N^2 d_model / H for some head count H > 1 dividing d_model."""
+    """True when the scores are 2 N^2 d_model / H for some head count H > 1 dividing d_model
+    (H = 2 gives what counting only the causal half gives: ``causal_halved``, listed first,
+    names that)."""
     n, d = nd
     if not isinstance(received, dict):
         return False
@@ -129,7 +139,28 @@ class CrossoverSeqLen(Exercise):
                         times(1.5)),
             WrongAnswer("one_n2_term", "that solves 2 N^2 d = 8 N d^2 (one N^2 term); the scores "
                         "and the weighted sum both grow like N^2, so N = 2 d_model.", times(4)),
+            WrongAnswer("inverted_ratio", "that is d_model / 2: the equation 4 N^2 d = 8 N d^2 was "
+                        "solved upside down. Divide both sides by 4 N d: N = 2 d.",
+                        times(0.5)),
+            WrongAnswer("first_n_past_crossover", "that is one more than the crossover: a search "
+                        "that steps while the N^2 terms are <= the projections stops at the "
+                        "first N past the point where they are equal, N = 2 d_model.",
+                        lambda c: 2 * (c.args[0] if c.args else c.kwargs["d_model"]) + 1),
+            WrongAnswer("no_output_projection_one_n2_term", "that solves 2 N^2 d = 6 N d^2: both "
+                        "the output projection and one of the two N^2 terms are missing. With "
+                        "all four projections (8 N d^2) and both N^2 terms (4 N^2 d), N = 2 "
+                        "d_model.", times(3)),
         ]
+
+    def reproduces(self, case, compute, received):
+        """A wrong equation solved and then rounded (int(), //, math.ceil) is the same slip."""
+        try:
+            wrong = compute(case)
+        except Exception:
+            return False
+        forms = {wrong, math.floor(wrong), math.ceil(wrong), round(wrong)}
+        return any(super(CrossoverSeqLen, self).reproduces(case, lambda c, f=form: f, received)
+                   for form in forms)
 
 
 class MhaParamCount(Exercise):
@@ -176,7 +207,19 @@ class MhaParamCount(Exercise):
                         count(weights=3, biases=3)),
             WrongAnswer("no_output_bias", "the output projection has a bias too: 4 biases of "
                         "d_model entries.", count(biases=3)),
+            WrongAnswer("one_bias", "only one bias vector was counted: each of the four "
+                        "projections has its own, 4 d_model bias entries in all.",
+                        count(biases=1)),
+            WrongAnswer("bias_flag_inverted", "the biases are counted when bias=False and left "
+                        "out when bias=True: the flag is inverted (add 4 d_model only if bias).",
+                        lambda c: _inverted_flag(c)),
         ]
+
+
+def _inverted_flag(case) -> int:
+    d = case.args[0]
+    bias = case.args[1] if len(case.args) > 1 else case.kwargs.get("bias", True)
+    return 4 * d * d + (0 if bias else 4 * d)
 
 
 EXERCISES = {e.name: e for e in (MhaFlops(), CrossoverSeqLen(), MhaParamCount())}

@@ -167,6 +167,16 @@ class GroupedQueryAttention(TorchExercise):
                 return as_numpy(gqa_variant(*args, **settings))
             return compute
 
+        def first_group(case):
+            """GQA in which every query head reads K/V group 0 (MQA on the first group)."""
+            args, kwargs = exact_inputs(case)
+            x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads = args
+            if num_kv_heads == 1:
+                raise ValueError("one group: this mistake makes no difference")
+            d_head = x.shape[-1] // num_heads
+            return as_numpy(gqa_variant(x, w_q, w_k[:, :d_head], w_v[:, :d_head], w_o, num_heads,
+                                        1, causal=kwargs.get("causal", False)))
+
         def reused(keys, values):
             """GQA whose keys and values are projected with the weights named."""
             def compute(case):
@@ -215,6 +225,8 @@ class GroupedQueryAttention(TorchExercise):
                          "with the other's weight (v = x @ w_k, say: a copy-paste slip): keys "
                          "use w_k, values use w_v.", reused(keys="w_k", values="w_k"),
                          lambda c: [reused(keys="w_v", values="w_v")(c)]),
+            WrongAnswer("first_group_only", "every query head read the first K/V group: head h "
+                        "must read group h // (num_heads // num_kv_heads).", first_group),
             Symptom("returns_weights_too", "the function returned a tuple whose first element is "
                     "the right output: return only the output tensor (B, N, d_model).",
                     lambda case, received, meta: self._first_is_right(case, received)),

@@ -12,6 +12,7 @@ import numpy as np
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.exercise import WrongAnswer
+from mhalib.checks.slips import WrongAnswers
 from mhalib.checks.torch_exercise import TorchCase, TorchExercise, as_numpy, exact_inputs
 
 
@@ -116,6 +117,24 @@ class PreviousTokenScore(TorchExercise):
                         lambda c: np.diagonal(_weights(c), offset=-1, axis1=1, axis2=2).mean(0)),
             WrongAnswer("sum_not_mean", "the weights on key i - 1 were summed, not averaged over "
                         "the queries.", lambda c: _score(_weights(c), -1, 1, divide_by=1)),
+            WrongAnswer("not_averaged", "that is the diagonal itself, weights[h, i, i - 1] for "
+                        "every query (H, N - 1), an intermediate: average it over the queries to "
+                        "get one score per head, shape (H,).",
+                        lambda c: np.diagonal(_weights(c), offset=-1, axis1=1, axis2=2)),
+            WrongAnswer("keepdim", "the result has shape (H, 1): average without keepdim, so "
+                        "the scores have shape (H,).",
+                        lambda c: _score(_weights(c), -1, 1)[:, None]),
+            WrongAnswer("two_back", "that is the weight on key i - 2, two tokens back: the "
+                        "previous token is key i - 1 (offset=-1).",
+                        lambda c: _mean_or_nan(np.diagonal(_weights(c), offset=-2, axis1=1,
+                                                           axis2=2))),
+            WrongAnswer("single_number", "that is one number for all heads together (a mean "
+                        "without dim=): average over the queries only, one score per head, shape "
+                        "(H,).", lambda c: np.asarray(_score(_weights(c), -1, 1).mean())),
+            WrongAnswer("diagonal_over_wrong_axes", "the diagonal was taken over the head and "
+                        "query axes (torch.diagonal's default dim1=0, dim2=1): take it over the "
+                        "query and key axes, torch.diagonal(weights, offset=-1, dim1=1, dim2=2).",
+                        lambda c: _diagonal_default_axes(_weights(c), -1)),
         ]
 
 
@@ -157,8 +176,9 @@ class InductionScore(TorchExercise):
             WrongAnswer("duplicate_token", "that is the weight on key i - period, the earlier copy "
                         "of the current token itself (a duplicate-token head). An induction head "
                         "attends to the token AFTER it: key i - period + 1.", score(0)),
-            WrongAnswer("key_after_next", "that is the weight on key i - period + 2; the induction "
-                        "target is key i - period + 1.", score(2)),
+            WrongAnswers("key_after_next", "that is the weight on key i - period + 2; the "
+                         "induction target is key i - period + 1.", score(2),
+                         lambda c: _without_last_query(_weights(c), 2 - period(c), period(c))),
             WrongAnswer("includes_query_period_minus_1", "query period - 1 (in the first half, "
                         "attending key 0) was included, e.g. the whole diagonal at offset 1 - "
                         "period was averaged. Average over queries i >= period only.",
@@ -175,7 +195,75 @@ class InductionScore(TorchExercise):
                         "queries: return one score per head, shape (H,).",
                         lambda c: _weights(c)[:, np.arange(period(c), 2 * period(c)),
                                               np.arange(1, period(c) + 1)].mean(0)),
+            WrongAnswers("key_before_duplicate", "that is the weight on key i - period - 1, the "
+                         "token BEFORE the earlier copy (at query i = period that index is -1 "
+                         "and wraps to the last key). An induction head attends to the token "
+                         "after the copy: key i - period + 1.",
+                         score(-1, wrap=True), lambda c: [score(-1)(c)]),
+            WrongAnswer("skips_first_query", "query i = period was left out (the range starts "
+                        "at period + 1): average over all the period queries i = period ... "
+                        "2 * period - 1.",
+                        lambda c: _mean_or_nan(_induction_entries(_weights(c), period(c))[:, 1:])),
+            WrongAnswer("shifted_query_range", "the queries run from period - 1 to 2 period - 2, "
+                        "one too early (range(period - 1, 2 * period - 1)): the queries whose "
+                        "earlier copy exists are i = period ... 2 * period - 1.",
+                        lambda c: _mean_or_nan(_induction_entries(_weights(c), period(c),
+                                                                  first=period(c) - 1))),
+            WrongAnswer("transposed", "query and key indices are swapped: that reads "
+                        "weights[h, i - period + 1, i]; the score reads row i (the query), column "
+                        "i - period + 1 (the key), weights[h, i, i - period + 1].",
+                        lambda c: _transposed_induction(_weights(c), period(c))),
+            WrongAnswer("not_averaged", "that is one weight per query (H, period), an "
+                        "intermediate: average over the queries to get one score per head, "
+                        "shape (H,).", lambda c: _induction_entries(_weights(c), period(c))),
+            WrongAnswer("keepdim", "the result has shape (H, 1): average without keepdim, so "
+                        "the scores have shape (H,).",
+                        lambda c: _induction_entries(_weights(c), period(c)).mean(-1)[:, None]),
+            WrongAnswer("sum_not_mean", "the weights on key i - period + 1 were summed over the "
+                        "queries, not averaged: divide by the period.",
+                        lambda c: _induction_entries(_weights(c), period(c)).sum(-1)),
+            WrongAnswer("single_number", "that is one number for all heads together (a mean "
+                        "without dim=): average over the queries only, one score per head, shape "
+                        "(H,).",
+                        lambda c: np.asarray(_induction_entries(_weights(c), period(c)).mean())),
+            WrongAnswer("diagonal_over_wrong_axes", "the diagonal was taken over the head and "
+                        "query axes (torch.diagonal's default dim1=0, dim2=1): take it over the "
+                        "query and key axes, dim1=1, dim2=2.",
+                        lambda c: _diagonal_default_axes(_weights(c), 1 - period(c))),
         ]
+
+
+def _without_last_query(weights, offset, period):
+    """The key at i + offset averaged over the queries period .. 2 period - 2 (the last one
+    left out, as if its key were out of range), divided by period or by period - 1."""
+    queries = np.arange(period, 2 * period - 1)
+    total = weights[:, queries, queries + offset].sum(-1)
+    return [total / period] + ([total / (period - 1)] if period > 1 else [])
+
+
+def _diagonal_default_axes(weights, offset):
+    """torch.diagonal(weights, offset) with its default dims (0, 1), averaged over the last."""
+    return _mean_or_nan(np.diagonal(weights, offset=offset, axis1=0, axis2=1))
+
+
+def _mean_or_nan(values):
+    """Mean over the last axis; NaN where it is empty (what torch's and numpy's mean give)."""
+    if values.shape[-1] == 0:
+        return np.full(values.shape[:-1], np.nan)
+    return values.mean(-1)
+
+
+def _induction_entries(weights, period, first=None):
+    """weights[h, i, i - period + 1] for the period queries i = first .. first + period - 1
+    (first = period unless given): (H, period)."""
+    first = period if first is None else first
+    queries = np.arange(first, first + period)
+    return weights[:, queries, queries - period + 1]
+
+
+def _transposed_induction(weights, period):
+    queries = np.arange(period, 2 * period)
+    return weights[:, queries - period + 1, queries].mean(-1)
 
 
 EXERCISES = {e.name: e for e in (PreviousTokenScore(), InductionScore())}

@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         on_case=print_case,
     )
+    if any(row.impl == "mhalib triton" and row.seconds is None for row in rows):
+        from mhalib.bench.gpu_status import triton_gpu_note
+
+        print(triton_gpu_note())  # what is and is not known about its GPU speed
     bad = [row for row in rows if not row.ok]
     for row in bad:
         print(

@@ -55,6 +55,14 @@ def test_all_configurations_ran(interpreted_runs):
                 assert (dtype, d, causal) in configs
 
 
+def test_every_gpu_block_shape_ran(interpreted_runs):
+    from mhalib.kernels.triton_config import LAUNCH_CONFIGS
+
+    ran = {(run["config"][1], run["blocks"]) for run in interpreted_runs}
+    for (_, d), config in LAUNCH_CONFIGS.items():
+        assert (d, (config.block_m, config.block_n)) in ran
+
+
 def test_kernel_matches_sdpa(interpreted_runs):
     for run in interpreted_runs:
         dtype, d, causal, heads, kv_heads, n_q, n_k, scale = run["config"]

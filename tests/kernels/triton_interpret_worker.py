@@ -14,6 +14,7 @@ assert os.environ.get("TRITON_INTERPRET") == "1", "set TRITON_INTERPRET=1 before
 
 import torch  # noqa: E402
 
+from mhalib.kernels.triton_config import LAUNCH_CONFIGS  # noqa: E402
 from mhalib.kernels.triton_flash import is_interpreted, triton_flash_attention  # noqa: E402
 
 # (dtype, head_dim, causal, heads, kv_heads, n_q, n_k, scale)
@@ -29,16 +30,31 @@ CONFIGS = [
 ]
 
 
+# The block sizes the wrapper launches on GPUs (mhalib/kernels/triton_config.py), each with
+# the head dim it is used for: (dtype, head_dim, causal, heads, kv_heads, n_q, n_k, scale)
+# plus (BLOCK_M, BLOCK_N). Ragged, GQA, N_q < N_k: both key stages and every mask run.
+GPU_BLOCK_CONFIGS = sorted(
+    {
+        ("float16", d, True, 2, 1, 150, 200, None, (config.block_m, config.block_n))
+        for (_, d), config in LAUNCH_CONFIGS.items()
+    }
+) + [("bfloat16", 64, False, 2, 2, 130, 130, None, (128, 128))]
+
+
 def main(path: str) -> None:
     assert is_interpreted()
     generator = torch.Generator().manual_seed(0)
     results = []
-    for dtype, d, causal, heads, kv_heads, n_q, n_k, scale in CONFIGS:
+    runs = [config + (None,) for config in CONFIGS] + GPU_BLOCK_CONFIGS
+    for dtype, d, causal, heads, kv_heads, n_q, n_k, scale, blocks in runs:
         dt = getattr(torch, dtype)
         q = torch.randn(1, heads, n_q, d, generator=generator).to(dt)
         k = torch.randn(1, kv_heads, n_k, d, generator=generator).to(dt)
         v = torch.randn(1, kv_heads, n_k, d, generator=generator).to(dt)
-        out = triton_flash_attention(q, k, v, causal=causal, scale=scale)
+        block_m, block_n = blocks or (None, None)
+        out = triton_flash_attention(
+            q, k, v, causal=causal, scale=scale, block_m=block_m, block_n=block_n
+        )
         results.append(
             {
                 "config": (dtype, d, causal, heads, kv_heads, n_q, n_k, scale),
@@ -46,6 +62,7 @@ def main(path: str) -> None:
                 "k": k,
                 "v": v,
                 "out": out,
+                "blocks": blocks,
             }
         )
     torch.save(results, path)

@@ -48,6 +48,60 @@ def softmax_max_no_keepdims(x, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def softmax_log_space(x, axis=-1):
+    t = torch.from_numpy(np.asarray(x))
+    return torch.log_softmax(t, dim=axis).numpy()
+
+
+def softmax_forgot_division(x, axis=-1):
+    t = torch.from_numpy(np.asarray(x))
+    return torch.exp(t - t.amax(dim=axis, keepdim=True)).numpy()
+
+
+def softmax_sign_slip(x, axis=-1):
+    e = np.exp(-(x - x.max(axis=axis, keepdims=True)))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_max_over_last(x, axis=-1):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_sum_over_last(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def softmax_movedim_once(x, axis=-1):
+    t = torch.movedim(torch.from_numpy(np.asarray(x)), axis, -1)
+    return torch.softmax(t, dim=-1).numpy()
+
+
+def softmax_axis_zero(x, axis=-1):
+    return scipy.special.softmax(x, axis=0)
+
+
+def softmax_mean_shift(x, axis=-1):
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    return np.exp(centred) / np.exp(centred).sum(axis=axis, keepdims=True)
+
+
+def softmax_half_shifted(x, axis=-1):
+    top = x.max(axis=axis, keepdims=True)
+    return np.exp(x - top) / np.exp(x).sum(axis=axis, keepdims=True)
+
+
+def softmax_logistic(x, axis=-1):
+    return scipy.special.expit(x)
+
+
+def softmax_dot_t(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).T
+
+
 # -- softmax: right --------------------------------------------------------------------------
 def softmax_keepdims(x, axis=-1):
     shifted = x - np.max(x, axis=axis, keepdims=True)
@@ -135,6 +189,57 @@ def attention_swapped(q, k, v):
     return w, w @ v
 
 
+def attention_output_only(q, k, v):
+    return _rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])) @ v
+
+
+def attention_log_softmax_weights(q, k, v):
+    s = torch.from_numpy(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
+    log_w = torch.log_softmax(s, dim=-1).numpy()
+    return np.exp(log_w) @ v, log_w
+
+
+def attention_minus_scores(q, k, v):
+    w = _rows(-(q @ np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1]))
+    return w @ v, w
+
+
+def attention_k_q_scores(q, k, v):
+    w = _rows(np.einsum("...kd,...qd->...kq", k, q) / np.sqrt(q.shape[-1]))
+    return w @ v, w
+
+
+def attention_weights_kq(q, k, v):
+    w = _rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
+    return w @ v, np.einsum("...qk->...kq", w)
+
+
+def attention_softmax_dim0(q, k, v):
+    w = scipy.special.softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), axis=0)
+    return w @ v, w
+
+
+def attention_hard_coded_scale(q, k, v):
+    w = _rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(64))
+    return w @ v, w
+
+
+def attention_v_as_keys(q, k, v):
+    w = _rows(q @ np.swapaxes(v, -1, -2) / np.sqrt(q.shape[-1]))
+    return w @ k, w
+
+
+def attention_scores_times_v(q, k, v):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    w = _rows(scores)
+    return scores @ v, w
+
+
+def attention_out_by_vt(q, k, v):
+    w = _rows(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
+    return np.einsum("...kv,...qk->...vq", v, w), w
+
+
 def attention_k_dot_t(q, k, v):
     """``k.T`` reverses every axis: right for 2-D inputs, broken with batch dims."""
     w = _rows(q @ k.T / np.sqrt(q.shape[-1]))
@@ -220,6 +325,17 @@ WRONG = {
         "sum_over_whole_array": softmax_sum_over_whole_array,
         "sum_no_keepdims": softmax_sum_no_keepdims,
         "max_no_keepdims": softmax_max_no_keepdims,
+        "returns_log_probabilities": softmax_log_space,
+        "no_normalisation": softmax_forgot_division,
+        "negated_logits": softmax_sign_slip,
+        "max_along_wrong_axis": softmax_max_over_last,
+        "sum_along_wrong_axis": softmax_sum_over_last,
+        "axis_not_moved_back": softmax_movedim_once,
+        "wrong_axis": softmax_axis_zero,
+        "shift_by_mean": softmax_mean_shift,
+        "denominator_not_shifted": softmax_half_shifted,
+        "sigmoid": softmax_logistic,
+        "softmax_transposed": softmax_dot_t,
     },
     "attention": {
         "no_scale": attention_no_scale,
@@ -231,6 +347,16 @@ WRONG = {
         "scale_after_softmax": attention_scale_after_softmax,
         "returns_scores": attention_returns_scores,
         "swapped_outputs": attention_swapped,
+        "returns_only_output": attention_output_only,
+        "returns_log_weights": attention_log_softmax_weights,
+        "negated_scores": attention_minus_scores,
+        "swapped_q_k": attention_k_q_scores,
+        "weights_transposed": attention_weights_kq,
+        "softmax_over_first_axis": attention_softmax_dim0,
+        "wrong_scale": attention_hard_coded_scale,
+        "swapped_k_v": attention_v_as_keys,
+        "output_from_scores": attention_scores_times_v,
+        "output_transposed": attention_out_by_vt,
     },
 }
 

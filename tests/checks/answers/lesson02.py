@@ -32,6 +32,17 @@ def split_strided(x, num_heads):
     return x.reshape(B, N, D // num_heads, num_heads).transpose(0, 3, 1, 2)
 
 
+def split_into_batch(x, num_heads):
+    B, N, D = x.shape
+    d = D // num_heads
+    return x.reshape(B, N, num_heads, d).swapaxes(1, 2).reshape(-1, N, d)
+
+
+def split_reshape_swapped_sizes(x, num_heads):
+    B, N, D = x.shape
+    return x.reshape(B, N, -1, num_heads).swapaxes(1, 2)
+
+
 # -- split_heads: right ------------------------------------------------------------------------
 def split_reshape_transpose(x, num_heads):
     B, N, D = x.shape
@@ -77,6 +88,22 @@ def merge_no_reshape(x):
 def merge_heads_first(x):
     B, H, N, d = x.shape
     return np.swapaxes(x, 0, 1).reshape(B, N, H * d)
+
+
+def merge_add_heads(x):
+    out = np.zeros_like(x[:, 0])
+    for h in range(x.shape[1]):
+        out = out + x[:, h]
+    return out
+
+
+def merge_concat_axis1(x):
+    return np.concatenate(np.split(x, x.shape[1], axis=1), axis=2)[:, 0]
+
+
+def merge_features_first(x):
+    B, H, N, d = x.shape
+    return np.transpose(x, (0, 1, 3, 2)).reshape(B, H * d, N)
 
 
 # -- merge_heads: right ------------------------------------------------------------------------
@@ -151,6 +178,85 @@ def mha_no_split(x, w_q, w_k, w_v, w_o, num_heads):
 def mha_linear_layout(x, w_q, w_k, w_v, w_o, num_heads):
     return _mha(x, w_q.T, w_k.T, w_v.T, w_o.T, num_heads, split_reshape_transpose,
                 merge_transpose_reshape)
+
+
+def mha_wide_head_scaled_per_head(x, w_q, w_k, w_v, w_o, num_heads):
+    d_head = x.shape[-1] // num_heads
+    scores = (x @ w_q) @ np.swapaxes(x @ w_k, -1, -2) / np.sqrt(d_head)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    return weights @ (x @ w_v) @ w_o
+
+
+def _mha_attn(q, k, v, axis=-1, causal=False):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if causal:
+        n = scores.shape[-1]
+        scores = scores + np.triu(np.full((n, n), -np.inf), 1)
+    weights = np.exp(scores - scores.max(axis, keepdims=True))
+    return weights / weights.sum(axis, keepdims=True) @ v
+
+
+def mha_normalised_over_queries(x, w_q, w_k, w_v, w_o, num_heads):
+    q, k, v = (split_reshape_transpose(x @ w, num_heads) for w in (w_q, w_k, w_v))
+    return merge_transpose_reshape(_mha_attn(q, k, v, axis=-2)) @ w_o
+
+
+def mha_keys_as_queries(x, w_q, w_k, w_v, w_o, num_heads):
+    q, k, v = (split_reshape_transpose(x @ w, num_heads) for w in (w_q, w_k, w_v))
+    heads, _ = attention(k, q, v)
+    return merge_transpose_reshape(heads) @ w_o
+
+
+def mha_values_as_keys(x, w_q, w_k, w_v, w_o, num_heads):
+    q, k, v = (split_reshape_transpose(x @ w, num_heads) for w in (w_q, w_v, w_k))
+    heads, _ = attention(q, k, v)
+    return merge_transpose_reshape(heads) @ w_o
+
+
+def mha_gpt_style_causal(x, w_q, w_k, w_v, w_o, num_heads):
+    q, k, v = (split_reshape_transpose(x @ w, num_heads) for w in (w_q, w_k, w_v))
+    return merge_transpose_reshape(_mha_attn(q, k, v, causal=True)) @ w_o
+
+
+def mha_with_weights(x, w_q, w_k, w_v, w_o, num_heads):
+    q, k, v = (split_reshape_transpose(x @ w, num_heads) for w in (w_q, w_k, w_v))
+    heads, weights = attention(q, k, v)
+    return merge_transpose_reshape(heads) @ w_o, weights
+
+
+def mha_softmax_axis_1(x, w_q, w_k, w_v, w_o, num_heads):
+    q, k, v = (split_reshape_transpose(x @ w, num_heads) for w in (w_q, w_k, w_v))
+    return merge_transpose_reshape(_mha_attn(q, k, v, axis=1)) @ w_o
+
+
+def mha_plus_residual(x, w_q, w_k, w_v, w_o, num_heads):
+    return x + mha_composed(x, w_q, w_k, w_v, w_o, num_heads)
+
+
+def mha_scale_d_head_no_sqrt(x, w_q, w_k, w_v, w_o, num_heads):
+    return _mha(x, w_q, w_k, w_v, w_o, num_heads, split_reshape_transpose,
+                merge_transpose_reshape, scale=num_heads / x.shape[-1])
+
+
+def mha_width_as_heads(x, w_q, w_k, w_v, w_o, num_heads):
+    heads = x.shape[-1] // num_heads  # mixed up: this is d_head
+    return mha_composed(x, w_q, w_k, w_v, w_o, heads)
+
+
+def mha_copy_paste(x, w_q, w_k, w_v, w_o, num_heads):
+    q = split_reshape_transpose(x @ w_q, num_heads)
+    k = split_reshape_transpose(x @ w_k, num_heads)
+    v = split_reshape_transpose(x @ w_k, num_heads)
+    heads, _ = attention(q, k, v)
+    return merge_transpose_reshape(heads) @ w_o
+
+
+def mha_values_not_projected(x, w_q, w_k, w_v, w_o, num_heads):
+    q = split_reshape_transpose(x @ w_q, num_heads)
+    k = split_reshape_transpose(x @ w_k, num_heads)
+    heads, _ = attention(q, k, split_reshape_transpose(x, num_heads))
+    return merge_transpose_reshape(heads) @ w_o
 
 
 def mha_composed(x, w_q, w_k, w_v, w_o, num_heads):
@@ -232,12 +338,17 @@ WRONG = {
         "heads_before_batch": split_transpose_2013,
         "features_before_tokens": split_moved_tokens_last,
         "strided_heads": split_strided,
+        "heads_folded_into_batch": split_into_batch,
+        "sizes_swapped": split_reshape_swapped_sizes,
     },
     "merge_heads": {
         "no_transpose": merge_plain_reshape,
         "strided_heads": merge_strided,
         "no_reshape": merge_no_reshape,
         "batch_and_heads_swapped": merge_heads_first,
+        "heads_summed": merge_add_heads,
+        "concatenated_along_tokens": merge_concat_axis1,
+        "tokens_last": merge_features_first,
     },
     "multi_head_attention": {
         "split_without_transpose": mha_split_plain,
@@ -248,6 +359,18 @@ WRONG = {
         "no_scale": mha_no_scale,
         "single_head": mha_no_split,
         "transposed_weights": mha_linear_layout,
+        "single_head_d_head_scale": mha_wide_head_scaled_per_head,
+        "softmax_over_queries": mha_normalised_over_queries,
+        "swapped_q_k": mha_keys_as_queries,
+        "swapped_k_v": mha_values_as_keys,
+        "causal_mask_applied": mha_gpt_style_causal,
+        "returns_weights_too": mha_with_weights,
+        "softmax_over_heads": mha_softmax_axis_1,
+        "residual_added": mha_plus_residual,
+        "scale_by_d_head": mha_scale_d_head_no_sqrt,
+        "heads_and_width_swapped": mha_width_as_heads,
+        "projection_weight_reused": mha_copy_paste,
+        "projection_missing": mha_values_not_projected,
     },
 }
 

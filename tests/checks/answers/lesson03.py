@@ -133,6 +133,28 @@ def entropy_whole(weights, axis=-1):
     return -np.sum(_terms(weights))
 
 
+def entropy_per_weight(weights, axis=-1):
+    return -scipy.special.xlogy(weights, weights)
+
+
+def entropy_kept_axis(weights, axis=-1):
+    return -_terms(weights).sum(axis=axis, keepdims=True)
+
+
+def entropy_stats_default(weights, axis=-1):
+    return scipy.stats.entropy(weights)
+
+
+def entropy_over_max_entropy(weights, axis=-1):
+    p = np.asarray(weights)
+    return -_terms(p).sum(axis=axis) / np.log(p.shape[axis])
+
+
+def entropy_softmax_first(weights, axis=-1):
+    p = torch.softmax(torch.from_numpy(np.asarray(weights, dtype=np.float64)), dim=axis)
+    return -(p * torch.log(p)).sum(dim=axis).numpy()
+
+
 def entropy_where(weights, axis=-1):
     return -np.sum(_terms(weights), axis=axis)
 
@@ -185,6 +207,23 @@ def jacobian_outer_positive(p):
 def jacobian_of_softmax_p(p):
     s = np.exp(p) / np.exp(p).sum()
     return np.diag(s) - np.outer(s, s)
+
+
+def jacobian_dot(p):
+    return np.diag(p) - p @ p
+
+
+def jacobian_eye(p):
+    return np.identity(len(p)) - np.outer(p, p)
+
+
+def jacobian_squares(p):
+    return np.diag(p) - p ** 2
+
+
+def jacobian_log_softmax(p):
+    n = len(p)
+    return np.eye(n) - np.tile(p, (n, 1))
 
 
 def jacobian_numpy(p):
@@ -251,6 +290,11 @@ WRONG = {
         "mean_not_sum": entropy_mean,
         "ignores_axis": entropy_last_axis,
         "whole_array": entropy_whole,
+        "terms_not_summed": entropy_per_weight,
+        "keepdims": entropy_kept_axis,
+        "wrong_axis": entropy_stats_default,
+        "normalised_by_log_n": entropy_over_max_entropy,
+        "softmax_of_weights": entropy_softmax_first,
     },
     "softmax_jacobian": {
         "outer_only": jacobian_outer_only,
@@ -259,6 +303,10 @@ WRONG = {
         "sign_flipped": jacobian_sign_flipped,
         "outer_positive": jacobian_outer_positive,
         "softmax_of_p": jacobian_of_softmax_p,
+        "inner_product": jacobian_dot,
+        "identity_not_diag_p": jacobian_eye,
+        "elementwise_square": jacobian_squares,
+        "log_softmax_jacobian": jacobian_log_softmax,
     },
 }
 

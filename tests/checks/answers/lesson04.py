@@ -42,6 +42,26 @@ def causal_square_only(n_q, n_k=None):
     return np.tril(np.ones((n_q, n_q), dtype=bool))
 
 
+def causal_one_ahead(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q) + 1
+
+
+def causal_offset_backwards(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_q - n_k)
+
+
+def causal_float_minus_inf(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.triu(np.full((n_q, n_k), -np.inf), k=n_k - n_q + 1)
+
+
+def causal_keys_square(n_q, n_k=None):
+    size = n_k if n_k is not None else n_q
+    return np.tri(size, dtype=bool)
+
+
 def causal_tril(n_q, n_k=None):
     n_k = n_q if n_k is None else n_k
     return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
@@ -93,6 +113,36 @@ def padding_masks_queries(lengths, n):
 def padding_ints(lengths, n):
     keep = (np.arange(n)[None, :] < np.asarray(lengths)[:, None]).astype(int)
     return keep.reshape(len(keep), 1, 1, n)
+
+
+def padding_drops_last_token(lengths, n):
+    mask = np.zeros((len(lengths), 1, 1, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        mask[b, 0, 0, :max(length - 1, 0)] = True
+    return mask
+
+
+def padding_longest_width(lengths, n):
+    lengths = np.asarray(lengths)
+    width = int(lengths.max())
+    return (np.arange(width) < lengths[:, None]).reshape(len(lengths), 1, 1, width)
+
+
+def padding_added_axes_in_front(lengths, n):
+    keep = np.arange(n) < np.asarray(lengths)[:, None]
+    return keep.reshape(1, 1, *keep.shape)
+
+
+def padding_square(lengths, n):
+    real = np.arange(n) < np.asarray(lengths)[:, None]
+    return (real[:, :, None] & real[:, None, :])[:, None]
+
+
+def padding_right_aligned(lengths, n):
+    mask = np.zeros((len(lengths), 1, 1, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        mask[b, 0, 0, n - length:] = True
+    return mask
 
 
 def padding_broadcast(lengths, n):
@@ -162,6 +212,37 @@ def masked_no_scale(q, k, v, mask):
     e = np.exp(scores - np.where(np.isfinite(top), top, 0))
     total = e.sum(axis=-1, keepdims=True)
     w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return w @ v, w
+
+
+def masked_plus_mask(q, k, v, mask):
+    w = softmax_keepdims(_scores(q, k) + mask)
+    return w @ v, w
+
+
+def masked_only_out(q, k, v, mask):
+    w = np.nan_to_num(softmax_keepdims(np.where(mask, _scores(q, k), -np.inf)))
+    return w @ v
+
+
+def masked_minus_scores(q, k, v, mask):
+    scores = np.where(mask, -(q @ np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1]), -np.inf)
+    top = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = e.sum(axis=-1, keepdims=True)
+    w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return w @ v, w
+
+
+def masked_columns(q, k, v, mask):
+    w = softmax_keepdims(np.where(mask, _scores(q, k), -np.inf), axis=-2)
+    w = np.where(np.isnan(w), 0.0, w)
+    return w @ v, w
+
+
+def masked_plain_exp(q, k, v, mask):
+    e = np.exp(_scores(q, k)) * mask
+    w = e / e.sum(axis=-1, keepdims=True)
     return w @ v, w
 
 
@@ -256,6 +337,10 @@ WRONG = {
         "transposed": causal_transposed,
         "not_boolean": causal_float,
         "ignores_n_k": causal_square_only,
+        "sees_next": causal_one_ahead,
+        "offset_sign_flipped": causal_offset_backwards,
+        "additive_mask": causal_float_minus_inf,
+        "square_n_k": causal_keys_square,
     },
     "padding_mask": {
         "inverted": padding_inverted,
@@ -264,6 +349,11 @@ WRONG = {
         "three_dims": padding_three_dims,
         "masks_queries": padding_masks_queries,
         "not_boolean": padding_ints,
+        "one_short": padding_drops_last_token,
+        "width_from_lengths": padding_longest_width,
+        "batch_not_first": padding_added_axes_in_front,
+        "masks_queries_and_keys": padding_square,
+        "left_padding": padding_right_aligned,
     },
     "masked_attention": {
         "nan_on_empty_rows": masked_nan,
@@ -274,6 +364,11 @@ WRONG = {
         "inverted_mask": masked_inverted,
         "ignores_mask": masked_ignored,
         "no_scale": masked_no_scale,
+        "mask_added": masked_plus_mask,
+        "returns_only_output": masked_only_out,
+        "negated_scores": masked_minus_scores,
+        "softmax_over_queries": masked_columns,
+        "no_max_shift": masked_plain_exp,
     },
 }
 

@@ -48,6 +48,14 @@ def flops_total_one_n2(seq_len, d_model):
     return parts
 
 
+def flops_causal_only(seq_len, d_model):
+    n, d = seq_len, d_model
+    parts = {"qkv_projections": 6 * n * d * d, "scores": n * n * d,  # half the matrix is masked
+             "weighted_sum": n * n * d, "output_projection": 2 * n * d * d}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
 # -- mha_flops: right ----------------------------------------------------------------------------
 def flops_by_formula(seq_len, d_model):
     n, d = seq_len, d_model
@@ -99,6 +107,21 @@ def crossover_one_n2(d_model):
     return 8 * d_model // 2  # 8 N d^2 = 2 N^2 d
 
 
+def crossover_upside_down(d_model):
+    return d_model // 2
+
+
+def crossover_loop_past(d_model):
+    n = 0
+    while 2 * n * n * d_model * 2 <= 8 * n * d_model * d_model:
+        n += 1
+    return n
+
+
+def crossover_two_slips(d_model):
+    return 6 * d_model ** 2 // (2 * d_model)  # 6 N d^2 = 2 N^2 d
+
+
 def crossover_twice(d_model):
     return 2 * d_model
 
@@ -138,6 +161,18 @@ def params_three_matrices(d_model, bias=True):
 
 def params_no_output_bias(d_model, bias=True):
     return 4 * d_model * d_model + (3 * d_model if bias else 0)
+
+
+def params_single_bias(d_model, bias=True):
+    weights = 4 * d_model * d_model
+    return weights + d_model if bias else weights
+
+
+def params_bias_when_false(d_model, bias=True):
+    total = 4 * d_model ** 2
+    if not bias:
+        total += 4 * d_model
+    return total
 
 
 def params_formula(d_model, bias=True):
@@ -194,11 +229,15 @@ WRONG = {
         "n2_with_d_head": flops_fixed_head_width,
         "one_projection": flops_one_projection,
         "one_n2_term": flops_total_one_n2,
+        "causal_halved": flops_causal_only,
     },
     "crossover_seq_len": {
         "crossover_d_model": crossover_d_model,
         "no_output_projection": crossover_without_output,
         "one_n2_term": crossover_one_n2,
+        "inverted_ratio": crossover_upside_down,
+        "first_n_past_crossover": crossover_loop_past,
+        "no_output_projection_one_n2_term": crossover_two_slips,
     },
     "mha_param_count": {
         "no_bias": params_never_bias,
@@ -206,6 +245,8 @@ WRONG = {
         "bias_d_squared": params_bias_matrix,
         "three_matrices": params_three_matrices,
         "no_output_bias": params_no_output_bias,
+        "one_bias": params_single_bias,
+        "bias_flag_inverted": params_bias_when_false,
     },
 }
 

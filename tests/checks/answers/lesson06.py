@@ -230,6 +230,13 @@ def gqa_keys_from_w_v(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=Fal
     return gqa_sdpa(x, w_q, w_v, w_v, w_o, num_heads, num_kv_heads, causal)
 
 
+def gqa_group_zero(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    q = _split(x @ w_q, num_heads)
+    k = _split(x @ w_k, num_kv_heads)[:, [0] * num_heads]
+    v = _split(x @ w_v, num_kv_heads)[:, [0] * num_heads]
+    return _merge(F.scaled_dot_product_attention(q, k, v, is_causal=causal)) @ w_o
+
+
 # -- kv_cache_bytes ------------------------------------------------------------------------------
 def cache_right(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
     return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
@@ -508,7 +515,7 @@ WRONG = {
         "no_output_projection": gqa_no_output_projection,
         "swapped_k_v": gqa_values_as_keys, "softmax_over_queries": gqa_softmax_dim_minus_2,
         "merge_without_transpose": gqa_merge_reshape, "returns_weights_too": gqa_with_weights,
-        "projection_weight_reused": gqa_keys_from_w_v,
+        "projection_weight_reused": gqa_keys_from_w_v, "first_group_only": gqa_group_zero,
     },
     "kv_cache_bytes": {
         "no_factor_2": cache_no_factor_2, "no_layers": cache_one_layer,
