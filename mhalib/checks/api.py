@@ -1,7 +1,18 @@
-"""``check``: what a notebook's test cell calls for instant feedback."""
+"""``check``: what a notebook's test cell calls for instant feedback; ``needs``: what a demo
+cell that runs an exercise wraps its code in.
+
+How a failed check is reported, so that Run All in JupyterLab reaches the last cell while
+nbgrader still sees the failure: inside a Jupyter kernel a failed check publishes its report as
+the cell's one *error output* (IPython's ``showtraceback``) and returns, so the kernel's reply is
+"ok" and the queued cells of a Run All keep running. Every nbclient-based grader (``nbgrader
+validate``, ``nbgrader autograde``) records that error output, and nbgrader gives a test cell
+with an error output no points. Outside a kernel (plain Python, the test suite) it raises
+:class:`CheckFailed`.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 from mhalib.checks.integrity import tampering
@@ -9,32 +20,92 @@ from mhalib.checks.judge import judge_record
 from mhalib.checks.probe import probe
 from mhalib.checks.record import grading_mode
 from mhalib.checks.registry import get_exercise
-from mhalib.checks.report import show
+from mhalib.checks.report import as_text, show
 from mhalib.checks.verdict import Verdict
 
 
 class CheckFailed(AssertionError):
-    """A test cell's check did not pass; the message is the diagnosis."""
+    """A test cell's check did not pass; the message is the diagnosis.
+
+    ``report`` (optional) is the whole verdict as text; IPython then shows it instead of a
+    traceback, its first line in red.
+    """
+
+    def __init__(self, message: str, report: str | None = None) -> None:
+        super().__init__(message)
+        self.report = report
 
     def _render_traceback_(self) -> list[str]:
-        """IPython shows this instead of a traceback: the verdict above already explains."""
+        """IPython shows this instead of a traceback into mhalib."""
+        if self.report:
+            head, *rest = self.report.splitlines()
+            return [f"\x1b[0;31m{head}\x1b[0m", *rest]
         return [f"\x1b[0;31mCheckFailed\x1b[0m: {self}"]
+
+
+def _kernel_shell():
+    """The IPython shell of a Jupyter kernel this code runs in, or None (plain Python, a
+    terminal IPython)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or "IPKernelApp" not in shell.config or not hasattr(shell, "kernel"):
+        return None
+    return shell
+
+
+def fail(error: CheckFailed) -> None:
+    """Report a failed check: in a Jupyter kernel as the cell's error output without stopping
+    the cells queued after it (see the module docstring); anywhere else, raise ``error``."""
+    shell = _kernel_shell()
+    if shell is None:
+        raise error
+    shell.showtraceback((type(error), error, None))
+
+
+@contextlib.contextmanager
+def needs(*exercises):
+    """``with needs(f, g):`` around a demo that runs exercise functions ``f``, ``g``.
+
+    While one of them (or an exercise it calls) is still the release's stub, the block stops
+    there and the cell says so in one line instead of failing; any other error shows as usual.
+    """
+    names = {getattr(f, "__name__", str(f)) for f in exercises}
+    try:
+        yield
+    except NotImplementedError as error:
+        frames = []
+        tb = error.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame.f_code.co_name)
+            tb = tb.tb_next
+        if not names.intersection(frames):
+            raise
+        unfinished = frames[-1] if frames[-1] not in ("<module>", "needs") else sorted(names)[0]
+        print(f"This cell runs your `{unfinished}`, which is not written yet: finish it, run "
+              "its cell, then run this cell again.")
 
 
 def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
           quiet: bool = False) -> Verdict | None:
     """Probe ``func`` as exercise ``exercise`` on fresh inputs, judge it, show the verdict.
 
-    Raises :class:`CheckFailed` (an AssertionError) when it does not pass, so nbgrader gives the
-    test cell no points. In the grader's sandbox it only says that grading happens elsewhere.
+    When it does not pass: in a Jupyter kernel, the report is the cell's error output (so
+    nbgrader gives the test cell no points) and the call returns the verdict without raising
+    (so Run All goes on); elsewhere, or with ``quiet=True``, it raises :class:`CheckFailed` (an
+    AssertionError). In the grader's sandbox it only says that grading happens elsewhere.
     """
     checker = get_exercise(exercise)
     if grading_mode():
         print(f"{exercise}: recorded for grading (scores are decided outside this notebook).")
         return None
     if not callable(func):
-        raise CheckFailed(f"{exercise}: expected a function, got {type(func).__name__}; "
-                          f"run the cell that defines {exercise} first.")
+        message = (f"{exercise}: expected a function, got {type(func).__name__}; "
+                   f"run the cell that defines {exercise} first.")
+        fail(CheckFailed(message, report=f"NOT YET -- {message}"))
+        return None
     problems = tampering()
     if problems:
         verdict = Verdict.failure(
@@ -52,8 +123,12 @@ def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
                    Verdict.failure(exercise, f"{exercise}: your function altered this kernel "
                                    f"while it ran ({'; '.join(problems)}), so it scores 0 here. "
                                    "Restart the kernel and remove that code.", "integrity"))
-    if not quiet:
-        show(verdict)
-    if not verdict.passed:
+    if verdict.passed:
+        if not quiet:
+            show(verdict)
+        return verdict
+    if quiet:
         raise CheckFailed(verdict.diagnosis)
+    # one verdict: the report is the error output itself (no HTML report above it)
+    fail(CheckFailed(verdict.diagnosis, report=as_text(verdict)))
     return verdict

@@ -27,11 +27,27 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, head_mask: torch.Tensor | None = None):
+    def weights_as_matrices(self):
+        """``(w_q, w_k, w_v, w_o)``, each ``(d_model, d_model)`` and applied as ``x @ W`` (the
+        course's layout; ``nn.Linear`` stores ``(out, in)``). Head h owns columns
+        ``h*d_head:(h+1)*d_head`` of ``w_q, w_k, w_v`` and the same rows of ``w_o``."""
+        w_q, w_k, w_v = self.qkv.weight.detach().T.split(self.qkv.in_features, dim=1)
+        return w_q, w_k, w_v, self.out.weight.detach().T
+
+    def forward(self, x: torch.Tensor, head_mask: torch.Tensor | None = None, attention=None):
         """x (B, T, d_model), head_mask (H,) or None -> (out (B, T, d_model), weights (B, H, T, T)).
 
         ``head_mask[h] = 0`` removes head h's contribution (its pattern is still returned).
+        ``attention``, when given, computes the layer instead of this module's own code:
+        ``attention(x, w_q, w_k, w_v, w_o, num_heads) -> (out, weights)``, causal, with the
+        weights of :meth:`weights_as_matrices` (no head mask then).
         """
+        if attention is not None:
+            if head_mask is not None:
+                raise ValueError("head_mask cannot be combined with attention=...: the given "
+                                 "attention function has no head mask")
+            out, weights = attention(x, *self.weights_as_matrices(), self.num_heads)
+            return out, weights
         batch, n, d_model = x.shape
         q, k, v = self.qkv(x).split(d_model, dim=-1)  # (B, T, d_model) each
         q, k, v = (t.view(batch, n, self.num_heads, self.d_head).transpose(1, 2)
@@ -66,11 +82,13 @@ class AttentionOnlyTransformer(nn.Module):
         self.unembed = nn.Linear(d_model, vocab_size, bias=False)
 
     def forward(self, tokens: torch.Tensor, head_mask: torch.Tensor | None = None,
-                return_weights: bool = False):
+                return_weights: bool = False, attention=None):
         """Next-token logits ``(B, T, vocab_size)``.
 
         ``head_mask (num_layers, num_heads)`` of 0/1 switches heads off (None: all on).
         With ``return_weights=True`` also returns the patterns, ``(L, B, H, T, T)``.
+        ``attention`` (see :meth:`CausalSelfAttention.forward`) replaces every layer's attention
+        by another implementation of the same maths, for instance a learner's.
         """
         if tokens.dim() != 2:
             raise ValueError(f"tokens must be (B, T), got tokens.shape={tuple(tokens.shape)}")
@@ -85,7 +103,7 @@ class AttentionOnlyTransformer(nn.Module):
         patterns = []
         for index, (norm, layer) in enumerate(zip(self.norms, self.layers)):
             mask = None if head_mask is None else head_mask[index]  # (H,)
-            update, weights = layer(norm(resid), mask)  # (B, T, d_model), (B, H, T, T)
+            update, weights = layer(norm(resid), mask, attention)  # (B, T, d), (B, H, T, T)
             resid = resid + update
             patterns.append(weights)
         logits = self.unembed(self.final_norm(resid))  # (B, T, vocab_size)

@@ -106,3 +106,15 @@ def _train(config: TrainConfig, progress: bool):
             bar.set_postfix(loss=f"{float(loss.detach()):.3f}", copy_loss=f"{copy_loss:.3f}")
     model.eval()
     return model, history
+
+
+_TRAINED: dict = {}  # TrainConfig -> (model, history), for trained_model
+
+
+def trained_model(config: TrainConfig = TrainConfig(), progress: bool = True):
+    """``train(config)``, once per config in this process: later calls return the same
+    ``(model, history)`` at once. Lets every notebook cell ask for the trained model itself
+    (in any order) while the training runs only once. Do not modify the returned model."""
+    if config not in _TRAINED:
+        _TRAINED[config] = train(config, progress=progress)
+    return _TRAINED[config]

@@ -29,15 +29,19 @@ QUESTIONS = {
         options=["Its parameter count doubles: twice as many heads, twice the weights",
                  "Its FLOPs double: every head computes its own N x N scores",
                  "Each head is 64 wide instead of 128; the parameters (4 d_model^2) and the "
-                 "FLOPs stay the same",
+                 "matrix-product FLOPs stay the same",
                  "It can attend over twice as many tokens"],
         key="2c41725d4e0cfb2e3ccc",
         explanation="W_Q, W_K, W_V and W_O stay d_model x d_model whatever H is; the heads are "
                     "only a reshape of their outputs. Twice the heads means half the width per "
-                    "head: 192 * 64 = 96 * 128 = 12288, so the score FLOPs, 2 N^2 d_model, do "
-                    "not change either.",
+                    "head: 192 * 64 = 96 * 128 = 12288, so the matrix-product FLOPs of the "
+                    "scores, 2 N^2 d_model, do not change either. What does grow: there are "
+                    "192 N x N score matrices instead of 96, so the softmax work and the memory "
+                    "of stored scores (B, H, N, N) double.",
         why_wrong={0: "The four projections are d_model x d_model for any H: 4 * 12288^2.",
-                   1: "Each score costs d_head multiply-adds, and d_head halves as H doubles.",
+                   1: "Each score costs d_head multiply-adds, and d_head halves as H doubles: "
+                      "the product FLOPs stay put (only the per-score softmax work doubles, "
+                      "a small part of the total).",
                    3: "The number of tokens is set by the sequence, not by the heads."},
     ),
     "qc_split_transpose": MultipleChoice(

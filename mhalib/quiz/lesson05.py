@@ -53,7 +53,11 @@ QUESTIONS = {
         scenarios=[_run(3000.0, 6 * 8e9, 989e12), _run(1.0, 2.0, 4.0), _run(50.0, 7.0, 1e3)],
         expected=lambda s: s["tokens_per_second"] * s["flops_per_token"] / s["peak_flops"],
         explanation="MFU is the FLOP rate the model's own arithmetic needs at the measured "
-                    "speed, divided by what the chip could do at best.",
+                    "speed, divided by what the chip could do at best. For training, "
+                    "flops_per_token is about 6 x params (6 * 8e9 for an 8B model): the forward "
+                    "pass costs about 2 FLOPs per parameter per token (one multiply-add per "
+                    "weight), and the backward pass about twice that (gradients with respect to "
+                    "the activations and to the weights).",
         hint="Achieved FLOP/s (tokens per second times FLOPs per token) over the peak.",
         examples=["tokens_per_second * flops_per_token / peak_flops"],
     ),

@@ -32,8 +32,8 @@ QUESTIONS = {
         scenarios=[_heads(0, 32, 8), _heads(0, 64, 8), _heads(0, 8, 1), _heads(0, 12, 12)],
         expected=lambda s: s["num_heads"] / s["num_kv_heads"],
         explanation="The cache stores one K and one V vector per K/V head, so it scales with "
-                    "num_kv_heads: MHA keeps num_heads of them, GQA num_kv_heads (Llama 3: 32 "
-                    "-> 8, four times less), MQA one.",
+                    "num_kv_heads: MHA keeps num_heads of them, GQA num_kv_heads (Llama-3.1 8B: "
+                    "32 -> 8, four times less), MQA one.",
         hint="Which head count appears in the cache size: query heads or K/V heads?",
         examples=["num_heads / num_kv_heads"],
     ),

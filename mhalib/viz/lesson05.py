@@ -49,6 +49,10 @@ def crossover_explorer(mha_flops, crossover_seq_len, d_model: int = 768):
 
     slider = widgets.SelectionSlider(options=list(D_MODELS), value=d_model,
                                      description="d_model", continuous_update=False)
+    # call the learner's functions once out here: an unfinished one raises in the cell (where
+    # ``needs`` reports it in one line), not inside the widget's output
+    mha_flops(2 * d_model, d_model)
+    crossover_seq_len(d_model)
     return figure_explorer(lambda: flops_figure(mha_flops, crossover_seq_len, slider.value),
                            slider=slider)
 
@@ -70,11 +74,18 @@ def time_layer_parts(seq_lens, d_model: int = 64, num_heads: int = 4, repeats: i
     separately: ``projections`` (x @ W_q, W_k, W_v and the output projection) and
     ``attention`` (scores, softmax and weighted sum). Timed on one thread, keeping the
     fastest run, so that other programs on the machine disturb the numbers least.
-    Returns lists keyed by part.
+    Returns lists keyed by part. Measured once per set of arguments in a session: calling it
+    again with the same ones returns (a copy of) the same numbers, so that every cell that needs
+    them can ask for them without timing again.
     """
+    key = (tuple(int(n) for n in seq_lens), d_model, num_heads, repeats, seed)
+    if key not in _TIMES:
+        with single_thread():
+            _TIMES[key] = _time_layer_parts(seq_lens, d_model, num_heads, repeats, seed)
+    return {part: list(values) for part, values in _TIMES[key].items()}
 
-    with single_thread():
-        return _time_layer_parts(seq_lens, d_model, num_heads, repeats, seed)
+
+_TIMES: dict = {}  # time_layer_parts' measurements, by arguments
 
 
 class single_thread:

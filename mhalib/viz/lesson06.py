@@ -93,6 +93,7 @@ def kv_cache_explorer(kv_cache_bytes, models: dict, model: str = "Llama-3.1 70B"
                               description="model")
     batch = widgets.IntSlider(value=1, min=1, max=64, description="batch",
                               continuous_update=False)
+    kv_cache_bytes(1, 1, 1, 1)  # an unfinished exercise raises here, in the cell, not in the widget
     return figure_explorer(
         lambda: kv_cache_figure(kv_cache_bytes, models[choose.value], batch.value),
         model=choose, batch=batch)
@@ -130,3 +131,45 @@ def growth_exponent(n, values) -> float:
     values = np.log(np.asarray(values, dtype=float))
     half = len(n) // 2
     return float(np.polyfit(n[half:], values[half:], 1)[0])
+
+
+def random_layer(d_model: int, num_heads: int, num_kv_heads: int, seed: int = 0):
+    """Random GQA weights ``(w_q, w_k, w_v, w_o)``, applied as ``x @ W``, of scale 1/sqrt(d_model).
+
+    ``w_q, w_o``: ``(d_model, d_model)``; ``w_k, w_v``: ``(d_model, num_kv_heads * d_head)``.
+    The same ``seed`` gives the same weights.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    kv_width = num_kv_heads * (d_model // num_heads)
+    scale = d_model ** -0.5
+
+    def draw(width):
+        return torch.randn(d_model, width, generator=generator) * scale
+
+    return draw(d_model), draw(kv_width), draw(kv_width), draw(d_model)
+
+
+def random_tokens(batch: int, n: int, d_model: int, seed: int = 0):
+    """Seeded activations ``x`` of shape ``(batch, n, d_model)``."""
+    import torch
+
+    return torch.randn(batch, n, d_model, generator=torch.Generator().manual_seed(seed))
+
+
+def sdpa_gqa(x, w_q, w_k, w_v, w_o, num_heads: int, num_kv_heads: int, causal: bool = False):
+    """Grouped-query attention through ``F.scaled_dot_product_attention(enable_gqa=True)``: the
+    oracle the lesson compares ``grouped_query_attention`` with."""
+    import torch.nn.functional as F
+
+    batch, n, d_model = x.shape
+    d_head = d_model // num_heads
+
+    def split(t, heads):  # (B, N, heads * d_head) -> (B, heads, N, d_head)
+        return t.reshape(batch, n, heads, d_head).transpose(1, 2)
+
+    out = F.scaled_dot_product_attention(split(x @ w_q, num_heads), split(x @ w_k, num_kv_heads),
+                                         split(x @ w_v, num_kv_heads), is_causal=causal,
+                                         enable_gqa=True)  # (B, H, N, d_head)
+    return out.transpose(1, 2).reshape(batch, n, d_model) @ w_o

@@ -91,17 +91,32 @@ def head_explorer(patterns, tokens=None, scores: dict | None = None):
     return figure_explorer(draw, layer=layer, head=head)
 
 
-def score_figure(previous, induction):
-    """Bars of the previous-token and induction scores of every head."""
+def score_layers(score, patterns, *args):
+    """``(L, H)``: ``score(patterns[layer], *args)`` stacked over the layers of ``(L, H, N, N)``
+    patterns (``score`` maps one layer's ``(H, N, N)`` weights to ``(H,)``)."""
+    import torch
+
+    return torch.stack([torch.as_tensor(score(layer, *args)) for layer in patterns])
+
+
+def score_figure(previous, induction, sink=None):
+    """Bars of the previous-token and induction scores of every head (and, given ``sink``, the
+    weight each head puts on the first token)."""
     import matplotlib.pyplot as plt
 
     previous, induction = _array(previous), _array(induction)  # (L, H) each
     layers, heads = previous.shape
     labels = [head_label(layer, h) for layer in range(layers) for h in range(heads)]
     x = np.arange(len(labels))
+    series = [(previous, "previous-token score", "#1f5fa8"), (induction, "induction score",
+                                                             "#b3261e")]
+    if sink is not None:
+        series.append((_array(sink), "weight on the first token (sink)", "#7a7a7a"))
+    width = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(labels)), 3.5), layout="constrained")
-    ax.bar(x - 0.2, previous.ravel(), width=0.4, label="previous-token score", color="#1f5fa8")
-    ax.bar(x + 0.2, induction.ravel(), width=0.4, label="induction score", color="#b3261e")
+    for index, (values, label, colour) in enumerate(series):
+        offset = (index - (len(series) - 1) / 2) * width
+        ax.bar(x + offset, values.ravel(), width=width, label=label, color=colour)
     ax.set_xticks(x, labels)
     ax.set_ylim(0, 1)
     ax.set_ylabel("mean weight on the target key")

@@ -2,7 +2,7 @@
 
 Every helper works on a Playwright ``Page`` that shows one open notebook. Selectors are
 JupyterLab's and ipywidgets' own CSS classes, plus the classes mhalib gives its widgets
-(``mhalib-quiz*`` on quick checks, ``mhalib-verdict`` on a test cell's report).
+(``mhalib-quiz*`` on quick checks, ``mhalib-verdict`` on a passed test cell's report).
 """
 
 from __future__ import annotations

@@ -59,7 +59,10 @@ def test_source_follows_the_contract(assignment):
     assert notebook.metadata["kernelspec"]["name"] == "python3"
     answers = [meta(c)["grade_id"] for c in notebook.cells if meta(c).get("solution")]
     exercises = exercises_of(assignment)
-    assert [a for a in answers if not a.startswith("qc_")] == exercises
+    # ungraded practice answers (grade_id "practice_...", no test cell, no points) are free
+    practice = [c for c in notebook.cells if meta(c).get("grade_id", "").startswith("practice_")]
+    assert all(meta(c).get("solution") and not meta(c).get("grade") for c in practice)
+    assert [a for a in answers if not a.startswith(("qc_", "practice_"))] == exercises
     questions = [a for a in answers if a.startswith("qc_")]
     assert 2 <= len(questions) <= 4, questions
     tests = [meta(c)["grade_id"] for c in notebook.cells if meta(c).get("grade")]
@@ -173,13 +176,16 @@ def test_untouched_release_scores_zero(assignment, graded_course):
 @nbgrader_run
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_release_fails_only_where_answers_are_missing(assignment, graded_course):
-    """Answer cells and demos that call an unwritten exercise raise NotImplementedError; test
-    cells fail because the answers are missing; nothing else raises."""
+    """Test cells fail because the answers are missing (an error output each, which is what
+    gives them no points); a quick check's answer cell still holds nbgrader's stub, which
+    raises; demos that need an unwritten exercise say so in one line (``needs``) and raise
+    nothing; nothing else has an error."""
     notebook = read(graded_course.autograded("blank", assignment, notebook_name(assignment)))
     unexpected = []
     for cell, ename, value in errors(notebook):
         is_test = bool(meta(cell).get("grade")) and not meta(cell).get("solution")
-        if not is_test and ename != "NotImplementedError":
+        is_stub = bool(meta(cell).get("solution")) and ename == "NotImplementedError"
+        if not (is_test or is_stub):
             unexpected.append((cell.get("id"), ename, value[:200]))
     assert not unexpected, unexpected
     failed_tests = {meta(cell).get("grade_id") for cell, _, _ in errors(notebook)}
@@ -187,6 +193,23 @@ def test_release_fails_only_where_answers_are_missing(assignment, graded_course)
               if meta(c).get("grade") and not meta(c).get("solution")}
     passed_anyway = graded - failed_tests
     assert not passed_anyway, f"test cells that passed without answers: {passed_anyway}"
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_run_all_goes_past_every_error_of_the_release(assignment, graded_course):
+    """In JupyterLab, Run All stops at the first cell whose execution fails. A failed check does
+    not fail its cell (it shows its verdict as the cell's error output, mhalib/checks/api.py:
+    ename CheckFailed); every other error of the untouched release (quick checks' stubs and the
+    test cells that read them) must be in a cell tagged ``raises-exception``, which JupyterLab
+    runs without stopping the queue behind it."""
+    notebook = read(graded_course.autograded("blank", assignment, notebook_name(assignment)))
+    source = read(REPO / "solutions" / assignment / notebook_name(assignment))
+    tagged = {c.get("id") for c in source.cells
+              if "raises-exception" in c.get("metadata", {}).get("tags", [])}
+    stopping = sorted({cell.get("id") for cell, ename, _ in errors(notebook)
+                       if ename != "CheckFailed" and cell.get("id") not in tagged})
+    assert not stopping, f"Run All would stop at {stopping}: tag them raises-exception"
 
 
 @nbgrader_run
