@@ -9,11 +9,11 @@ mistake models (:class:`~mhalib.checks.exercise.WrongAnswer`,
 a learner's function does.
 """
 
-from mhalib.checks.api import CheckFailed, check
+from mhalib.checks.api import CheckFailed, check, needs
 from mhalib.checks.judge import judge_file, judge_record
 from mhalib.checks.record import record_exercises
 from mhalib.checks.registry import LESSONS, NOTEBOOKS, exercises_of, get_exercise
 from mhalib.checks.verdict import Verdict
 
 __all__ = ["CheckFailed", "LESSONS", "NOTEBOOKS", "Verdict", "check", "exercises_of",
-           "get_exercise", "judge_file", "judge_record", "record_exercises"]
+           "get_exercise", "judge_file", "judge_record", "needs", "record_exercises"]
