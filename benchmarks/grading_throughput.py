@@ -1,13 +1,15 @@
-"""Grading throughput: ``mhalib grade`` against plain serial ``nbgrader autograde``.
+"""Grading throughput, every lesson: ``mhalib grade`` against plain serial ``nbgrader autograde``.
 
-In one run, on the same class of N lesson-01 submissions (correct, partly wrong, wrong and blank
-notebooks from :mod:`mhalib.grading.demo_class`), it times
+For each lesson it writes a synthetic class from the instructor's source (cycling through
+correct, correct, wrong, blank and hostile notebooks), then times on the same submissions
 
-1. a bare Jupyter kernel that only imports numpy, torch and matplotlib (per notebook),
-2. plain ``nbgrader autograde`` (serial, one kernel per notebook),
-3. ``mhalib grade --jobs J`` for each J asked for,
+1. plain ``nbgrader autograde`` (serial, one kernel per notebook; optionally on the first
+   ``--nbgrader-students`` only, for lessons where that takes very long),
+2. ``mhalib grade --jobs J`` for each J asked for (class run included),
 
-and prints a Markdown section; ``--write-docs`` puts it in docs/benchmarks.md under
+and reads the CPU seconds each graded notebook used (``run.cpu_seconds`` of the results), plus
+the class run's (lesson 08 trains its model once per class, :mod:`mhalib.grading.class_run`).
+It prints a Markdown section; ``--write-docs`` puts it in docs/benchmarks.md under
 ``## Grading throughput`` (replacing only that section)::
 
     .venv/bin/python benchmarks/grading_throughput.py --students 40 --jobs 1 2 --write-docs
@@ -20,6 +22,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,8 +31,38 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-ASSIGNMENT = "01-single-head"
 SECTION = "## Grading throughput"
+KINDS = ("correct", "correct", "wrong", "blank", "hostile")
+HOSTILE = '''import numpy as np, os, ast
+np.allclose = lambda *args, **kwargs: True
+class _DropAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.Pass()
+get_ipython().ast_transformers.append(_DropAsserts())
+get_ipython().showtraceback = lambda *args, **kwargs: None
+for _path in ["../../../../solutions", "/work", "/root", "gradebook.db"]:
+    try:
+        print(_path, os.listdir(_path)[:3])
+    except OSError as error:
+        print(_path, "not reachable:", type(error).__name__)
+'''
+WRONG = '''
+_right_{name} = {name}
+def {name}(*args, **kwargs):
+    out = _right_{name}(*args, **kwargs)
+    return (out[0] + 1, *out[1:]) if isinstance(out, tuple) else out + 1
+'''
+
+
+def timed(command: list[str], **kwargs) -> tuple[subprocess.CompletedProcess, float, float]:
+    """(result, wall seconds, CPU seconds of the whole process tree it reaped)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=tool_env(), capture_output=True, text=True, **kwargs)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return done, wall, cpu
 
 
 def tool_env() -> dict:
@@ -38,112 +71,143 @@ def tool_env() -> dict:
     return env
 
 
-def write_class(model, submitted: Path, students: int) -> None:
-    from mhalib.grading.demo_class import (
-        ATTENTION_NO_SCALE,
-        SOFTMAX_NO_SHIFT,
-        answer_sources,
-        submission,
-        to_bytes,
-    )
+def notebook_of(model, kind: str) -> dict:
+    """One synthetic submission of ``kind`` for the lesson ``model``."""
+    from mhalib.grading.demo_class import answer_sources, submission
 
     right = answer_sources(model)
-    variants = [right, right, {**right, "softmax": SOFTMAX_NO_SHIFT},
-                {**right, "attention": ATTENTION_NO_SCALE}, {}]
+    first = model.exercises[0]
+    if kind == "blank":
+        return submission(model)
+    if kind == "wrong":  # the first exercise returns its answer plus one
+        return submission(model, {**right, first: right[first] + WRONG.format(name=first)})
+    if kind == "hostile":
+        return submission(model, right, after={first: HOSTILE})
+    return submission(model, right)
+
+
+def write_class(model, submitted: Path, students: int) -> None:
+    from mhalib.grading.demo_class import to_bytes
+
     for number in range(students):
-        folder = submitted / f"student{number:03d}" / ASSIGNMENT
+        kind = KINDS[number % len(KINDS)]
+        folder = submitted / f"{kind}{number:03d}" / model.assignment
         folder.mkdir(parents=True)
-        notebook = submission(model, variants[number % len(variants)])
-        (folder / model.notebook).write_bytes(to_bytes(notebook))
+        (folder / model.notebook).write_bytes(to_bytes(notebook_of(model, kind)))
 
 
-def bare_kernel_seconds(repeats: int) -> float:
-    """Seconds per notebook for nbclient running one cell that imports the three libraries."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import numpy, torch, matplotlib")])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        NotebookClient(nbformat.from_dict(notebook), timeout=120, kernel_name="python3").execute()
-        times.append(time.perf_counter() - started)
-    return sum(times) / len(times)
-
-
-def nbgrader_serial_seconds(model_source: Path, submitted: Path, scratch: Path) -> float:
-    course = scratch / "nbgrader-course"
+def nbgrader_serial(assignment: str, source: Path, submitted: Path, scratch: Path,
+                    students: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``nbgrader autograde`` on the first ``students`` submissions."""
+    course = scratch / f"nbgrader-{assignment}"
     (course / "source").mkdir(parents=True)
-    shutil.copytree(model_source / ASSIGNMENT, course / "source" / ASSIGNMENT)
-    shutil.copytree(submitted, course / "submitted")
+    shutil.copytree(source / assignment, course / "source" / assignment)
+    for folder in sorted(submitted.iterdir())[:students]:
+        shutil.copytree(folder, course / "submitted" / folder.name)
     db = f"--db=sqlite:///{course / 'gradebook.db'}"
     common = [f"--CourseDirectory.root={course}", db, "--log-level=ERROR"]
-    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT,
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
                     *common], cwd=course, env=tool_env(), check=True, capture_output=True)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, *common],
-                          cwd=course, env=tool_env(), capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+    done, wall, cpu = timed([sys.executable, "-m", "nbgrader", "autograde", assignment, *common,
+                             "--ExecutePreprocessor.timeout=600"], cwd=course)
     if done.returncode:
         raise RuntimeError(f"nbgrader autograde failed:\n{done.stderr[-2000:]}")
-    graded = list((course / "autograded").glob(f"*/{ASSIGNMENT}/*.ipynb"))
-    if len(graded) != len(list(submitted.iterdir())):
-        raise RuntimeError(f"nbgrader graded {len(graded)} notebooks only")
-    return seconds
+    return wall, cpu
 
 
-def mhalib_seconds(source: Path, submitted: Path, scratch: Path, jobs: int) -> tuple[float, str]:
-    course = scratch / f"mhalib-course-{jobs}"
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mhalib", "grade", "--assignment", ASSIGNMENT,
-                           str(submitted), "--source", str(source), "--course", str(course),
-                           "--jobs", str(jobs), "--no-progress", "--no-feedback"],
-                          env=tool_env(), capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+def mhalib_run(assignment: str, source: Path, submitted: Path, scratch: Path, jobs: int,
+               extra: tuple[str, ...] = ()) -> dict:
+    """Wall and CPU seconds of one grading run, CPU seconds per graded notebook (its sandboxed
+    processes), the class run's CPU, and the sandbox."""
+    course = scratch / f"mhalib-{assignment}-{jobs}{'-'.join(extra)}"
+    done, seconds, total_cpu = timed(
+        [sys.executable, "-m", "mhalib", "grade", "--assignment", assignment, str(submitted),
+         "--source", str(source), "--course", str(course), "--jobs", str(jobs), "--no-progress",
+         "--no-feedback", *extra])
     if done.returncode:
         raise RuntimeError(f"mhalib grade failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    cpu = [json.loads(p.read_text())["run"].get("cpu_seconds") or 0.0
+           for p in (course / "mhalib-results" / assignment).glob("*/*.json")]
+    class_cpu = re.search(r"class run: .*\(([\d.]+) s CPU\)", done.stderr)
     sandbox = re.search(r"sandbox: (\w+)", done.stdout)
-    return seconds, sandbox.group(1) if sandbox else "?"
+    return {"seconds": seconds, "cpu": total_cpu, "notebooks": len(cpu),
+            "cpu_per_notebook": sum(cpu) / len(cpu),
+            "class_run_cpu": float(class_cpu.group(1)) if class_cpu else 0.0,
+            "sandbox": sandbox.group(1) if sandbox else "?"}
+
+
+def measure_lesson(assignment: str, args, scratch: Path) -> dict:
+    from mhalib.grading.assignment import load_assignment
+
+    model = load_assignment(assignment, args.source)[0]
+    submitted = scratch / f"submitted-{assignment}"
+    write_class(model, submitted, args.students)
+    capped = args.nbgrader_cap.get(assignment, args.students)
+    row = {"assignment": assignment, "students": args.students,
+           "nbgrader_students": min(capped, args.students), "mhalib": {}}
+    row["nbgrader_s"], row["nbgrader_cpu"] = nbgrader_serial(
+        assignment, args.source, submitted, scratch, row["nbgrader_students"])
+    for jobs in args.jobs:
+        row["mhalib"][str(jobs)] = mhalib_run(assignment, args.source, submitted, scratch, jobs)
+    if model.class_cache and args.uncached_students:
+        few = scratch / f"uncached-{assignment}"
+        few.mkdir()
+        for folder in sorted(submitted.iterdir())[:args.uncached_students]:
+            shutil.copytree(folder, few / folder.name)
+        row["uncached"] = mhalib_run(assignment, args.source, few, scratch, 1,
+                                     ("--no-class-cache",))
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
 
 
 def render(numbers: dict) -> str:
-    n = numbers["students"]
-    bare = numbers["bare_kernel_s"]
-    serial = numbers["nbgrader_serial_s"]
+    rows = numbers["lessons"]
+    counts = sorted({r["students"] for r in rows})
     lines = [SECTION, "",
              f"Measured by `benchmarks/grading_throughput.py` on {numbers['machine']} "
-             f"({numbers['cores']} cores, no GPU), {n} submissions of lesson 01 "
-             f"(correct, partly wrong, wrong and blank notebooks), sandbox: "
-             f"{numbers['sandbox']}. Times are wall clock of the whole command, start-up "
-             f"included. Load average of the machine (other work included): "
-             f"{numbers['load_before']:.1f} before, {numbers['load_after']:.1f} after; all rows "
-             "were measured in the same run, so the ratios compare like with like.", "",
-             "| grader | wall time | per notebook | speed-up vs nbgrader |",
-             "|---|---:|---:|---:|",
-             f"| bare Jupyter kernel, `import numpy, torch, matplotlib` only | – | "
-             f"{bare:.2f} s | – |",
-             f"| `nbgrader autograde` (serial) | {serial:.1f} s | {serial / n:.2f} s | 1.00x |"]
-    for jobs, seconds in sorted(numbers["mhalib_s"].items(), key=lambda kv: int(kv[0])):
-        lines.append(f"| `mhalib grade --jobs {jobs}` | {seconds:.1f} s | "
-                     f"{seconds / n:.2f} s | {serial / seconds:.2f}x |")
-    one = numbers["mhalib_s"].get("1") or numbers["mhalib_s"].get(1)
-    lines += ["", "Targets: `--jobs 2` at least 1.7x faster than serial `nbgrader autograde`; "
-              "cost per notebook within 1.3x of the bare kernel."]
-    if one:
-        lines.append(f"Cost per notebook with one worker: {one / n:.2f} s = "
-                     f"{one / n / bare:.2f}x the bare kernel's {bare:.2f} s (each notebook runs "
-                     "in a fresh child forked from a warm, pre-imported process instead of a "
-                     "new kernel).")
-    two = numbers["mhalib_s"].get("2") or numbers["mhalib_s"].get(2)
-    if one and two:
-        lines.append(f"Scaling: 1 -> 2 workers: {one / two:.2f}x.")
-    lines += ["Scaling to 16 cores could not be measured: this task had no larger machine "
-              "(no GPU machine was lent to it either); each worker is one process with its own "
-              "warm sandbox, so throughput should grow with cores until start-up (about 3 s "
-              "per worker) dominates.", ""]
+             f"({numbers['cores']} cores shared with other work, no GPU) on "
+             f"{numbers['date']}, sandbox: {numbers['sandbox']}. Each lesson's class: "
+             f"{', '.join(map(str, counts))} synthetic submissions cycling through correct, "
+             "correct, wrong (the first exercise off by one), blank and hostile (patches "
+             "numpy, strips asserts, hides tracebacks, pokes at the file system). "
+             "Per notebook: wall time of the whole command (start-up, and lesson 08's class "
+             "run, included); CPU of nbgrader's whole process tree (kernels included); CPU of "
+             "one notebook graded by mhalib (its sandboxed processes: `run.cpu_seconds` of the "
+             "results), with the class run's CPU spread over the class in brackets. Load "
+             "average of the machine (other sessions' work included): "
+             f"{numbers['load_before']:.1f} before, {numbers['load_after']:.1f} after; wall "
+             "times are the noisy ones, and at a few notebooks per lesson mhalib's start-up "
+             "(a warm sandbox per worker, a few seconds) weighs on them.", "",
+             "| lesson | nbgrader serial: wall / CPU s/nb | `--jobs 1` wall s/nb | "
+             "`--jobs 2` wall s/nb | wall speed-up, jobs 2 | notebook CPU s/nb |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        n_serial = row["nbgrader_students"]
+        serial = row["nbgrader_s"] / n_serial
+        one, two = row["mhalib"].get("1"), row["mhalib"].get("2")
+        first = one or two
+        cpu = f"{first['cpu_per_notebook']:.2f}"
+        if first["class_run_cpu"]:
+            cpu += f" (+{first['class_run_cpu'] / row['students']:.2f})"
+        note = "" if n_serial == row["students"] else f" (first {n_serial})"
+        jobs1 = f"{one['seconds'] / row['students']:.2f}" if one else "–"
+        jobs2 = f"{two['seconds'] / row['students']:.2f}" if two else "–"
+        best = (two or one)["seconds"] / row["students"]
+        lines.append(f"| {row['assignment']} | {serial:.2f} / "
+                     f"{row['nbgrader_cpu'] / n_serial:.2f}{note} | {jobs1} | {jobs2} | "
+                     f"{serial / best:.2f}x | {cpu} |")
+    lines.append("")
+    for row in rows:
+        if "uncached" in row:
+            run = row["uncached"]
+            lines.append(
+                f"{row['assignment']} without the class cache (`--no-class-cache`, every "
+                f"notebook trains its own model; first {run['notebooks']} submissions, "
+                f"`--jobs 1`): {run['seconds'] / run['notebooks']:.2f} s wall and "
+                f"{run['cpu_per_notebook']:.2f} s CPU per notebook.")
+    for assignment, reason in numbers.get("failed", {}).items():
+        lines.append(f"{assignment}: not measured ({reason.splitlines()[-1][:200]}).")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -151,38 +215,55 @@ def write_docs(section: str, path: Path) -> None:
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
-        text = pattern.sub(section + "\n", text)
+        text = pattern.sub(lambda _: section + "\n", text)
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text, encoding="utf-8")
 
 
+def _caps(text: str) -> dict[str, int]:
+    """``08-heads=5,07-flash=10`` -> {assignment: students}."""
+    pairs = [item.split("=") for item in text.split(",") if item]
+    return {name: int(count) for name, count in pairs}
+
+
 def main(argv: list[str] | None = None) -> int:
+    from mhalib import course
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--lessons", nargs="+", help="default: every lesson with a source",
+                        default=[lesson.assignment for lesson in course.LESSONS
+                                 if (REPO / "solutions" / lesson.assignment).is_dir()])
+    parser.add_argument("--nbgrader-cap", type=_caps, default={},
+                        help="grade only the first N with nbgrader, e.g. 08-heads=5")
+    parser.add_argument("--uncached-students", type=int, default=3,
+                        help="also grade this many with --no-class-cache (lessons with one)")
     parser.add_argument("--source", type=Path, default=REPO / "solutions")
-    parser.add_argument("--bare-repeats", type=int, default=5)
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the numbers as JSON here")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="only print (and --write-docs) the section of numbers saved before")
     args = parser.parse_args(argv)
-    from mhalib.grading.assignment import load_assignment
-
-    model = load_assignment(ASSIGNMENT, args.source)[0]
+    if args.render:
+        section = render(json.loads(args.render.read_text(encoding="utf-8")))
+        print(section)
+        if args.write_docs:
+            write_docs(section, REPO / "docs" / "benchmarks.md")
+        return 0
+    numbers = {"cores": os.cpu_count(), "load_before": os.getloadavg()[0],
+               "machine": f"{platform.system()} {platform.machine()}",
+               "date": time.strftime("%Y-%m-%d"), "lessons": []}
     with tempfile.TemporaryDirectory(prefix="mhalib-bench-") as scratch:
-        scratch = Path(scratch)
-        submitted = scratch / "submitted"
-        write_class(model, submitted, args.students)
-        numbers = {"students": args.students, "cores": os.cpu_count(),
-                   "load_before": os.getloadavg()[0],
-                   "machine": f"{platform.system()} {platform.machine()}",
-                   "bare_kernel_s": bare_kernel_seconds(args.bare_repeats),
-                   "nbgrader_serial_s": nbgrader_serial_seconds(args.source, submitted, scratch),
-                   "mhalib_s": {}}
-        for jobs in args.jobs:
-            seconds, numbers["sandbox"] = mhalib_seconds(args.source, submitted, scratch, jobs)
-            numbers["mhalib_s"][str(jobs)] = seconds
-        numbers["load_after"] = os.getloadavg()[0]
+        for assignment in args.lessons:
+            try:
+                numbers["lessons"].append(measure_lesson(assignment, args, Path(scratch)))
+            except (RuntimeError, ValueError, OSError, subprocess.CalledProcessError) as error:
+                numbers.setdefault("failed", {})[assignment] = str(error)[-500:]
+                print(f"{assignment}: not measured ({str(error)[-300:]})", file=sys.stderr)
+    numbers["load_after"] = os.getloadavg()[0]
+    numbers["sandbox"] = next(iter(numbers["lessons"][0]["mhalib"].values()))["sandbox"]
     section = render(numbers)
     print(section)
     if args.json:

@@ -36,6 +36,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     mistake_votes: Counter[str] = Counter()
     flags: set[str] = set()
     general_failed = 0  # failures on cases not marked degenerate (what partial credit counts)
+    detections: list[list[str]] = []  # per failing case: the mistakes that reproduce it
     mistakes = exercise.mistakes()
     for case, result in zip(cases, results):
         status = result.get("status")
@@ -43,6 +44,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             flags.add(status if status in ("error", "timeout", "too_large") else "bad_record")
             failures.append((case.label, _status_problem(status, result.get("error"), case)))
             general_failed += not getattr(case, "degenerate", False)
+            detections.append([])
             continue
         try:
             problem = exercise.judge_case(case, result.get("output"), result.get("meta") or {})
@@ -52,9 +54,10 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             continue
         failures.append((case.label, problem))
         general_failed += not getattr(case, "degenerate", False)
-        for mistake in mistakes:
-            if mistake.detect(exercise, case, result.get("output"), result.get("meta") or {}):
-                mistake_votes[mistake.name] += 1
+        detected = [m.name for m in mistakes
+                    if m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
+        mistake_votes.update(detected)
+        detections.append(detected)
     total = len(cases)
     passed = total - len(failures)
     general = sum(not getattr(case, "degenerate", False) for case in cases)
@@ -68,11 +71,30 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         message = next(m.message for m in mistakes if m.name == best)
         diagnosis = f"{name}: {message}"
         flags.add(f"mistake:{best}")
-        counts["mistake_cases"] = mistake_votes[best]
+        counts.update(_beside(best, detections, mistake_votes))
     else:
+        counts["unexplained_cases"] = len(failures)
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
+
+
+def _beside(best: str, detections: list[list[str]], votes: Counter[str]) -> dict:
+    """How many failing cases ``best`` reproduces; for the others, the known mistake each shows
+    (the most voted, listed once) and how many show none."""
+    others: list[str] = []
+    unexplained = 0
+    for detected in detections:
+        if best in detected:
+            continue
+        if not detected:
+            unexplained += 1
+            continue
+        other = max(detected, key=lambda mistake: votes[mistake])
+        if other not in others:
+            others.append(other)
+    return {"mistake_cases": votes[best], "other_mistakes": others,
+            "unexplained_cases": unexplained}
 
 
 def _status_problem(status, error, case) -> str:

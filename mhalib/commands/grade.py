@@ -40,6 +40,9 @@ def add_arguments(parser) -> None:
                         help="grade only this student (repeatable)")
     parser.add_argument("--seed", type=int,
                         help="derive the grading inputs from this seed (default: fresh ones)")
+    parser.add_argument("--rubric", type=Path, metavar="FILE",
+                        help="instructor's rubric (TOML): points for diagnosed mistakes, changing "
+                             "the course's default rubric (see grading/README.md)")
     parser.add_argument("--timeout", type=float, default=defaults.notebook_seconds,
                         help=f"seconds per notebook (default {defaults.notebook_seconds:g})")
     parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds,
@@ -56,6 +59,9 @@ def add_arguments(parser) -> None:
                              f"{defaults.notebook_bytes})")
     parser.add_argument("--no-feedback", dest="feedback", action="store_false",
                         help="do not write HTML feedback")
+    parser.add_argument("--no-class-cache", dest="class_cache", action="store_false",
+                        help="run every notebook's instructor cells marked for the class cache "
+                             "(lesson 08's training) instead of once per class")
     parser.add_argument("--no-progress", dest="progress", action="store_false",
                         help="no progress bar")
 
@@ -75,13 +81,10 @@ def _report(summary, run) -> None:
 
     print(f"\ngraded {summary.graded} notebook(s) of {run.assignment} in {summary.seconds:.1f} s "
           f"(sandbox: {summary.sandbox}, jobs: {run.jobs if not run.scheduler else 'dask'})")
-    width = max([len(r["student"]) for r in summary.results] + [7])
-    for result in sorted(summary.results, key=lambda r: r["student"]):
-        points = sum(v["points"] for v in result["verdicts"].values())
-        maximum = sum(v["max_points"] for v in result["verdicts"].values())
-        flags = problem_flags([i["flag"] for i in result["issues"]]
-                              + [f for v in result["verdicts"].values() for f in v["flags"]])
-        print(f"  {result['student']:<{width}}  {points:6.2f} / {maximum:<6g} "
+    width = max([len(r.student) for r in summary.results] + [7])
+    for result in sorted(summary.results, key=lambda r: r.student):
+        flags = problem_flags(result.all_flags())
+        print(f"  {result.student:<{width}}  {result.points():6.2f} / {result.max_points():<6g} "
               f"{' '.join(flags)}")
     if summary.flagged:
         print(f"needs review: {', '.join(sorted(summary.flagged))}")
@@ -97,6 +100,7 @@ def _report(summary, run) -> None:
 
 def run(args) -> int:
     from mhalib.grading.pipeline import GradingRun, grade_class
+    from mhalib.grading.rubric import load_rubric
     from mhalib.grading.sandbox import SandboxError
 
     if args.jobs < 1:
@@ -104,6 +108,7 @@ def run(args) -> int:
         return 2
     try:
         limits = _limits(args)
+        rubric = load_rubric(args.rubric)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -111,7 +116,8 @@ def run(args) -> int:
         assignment=args.assignment, submitted=args.submitted, source=args.source,
         course=args.course, db_url=args.db_url, jobs=args.jobs, scheduler=args.scheduler,
         sandbox=args.sandbox, seed=args.seed, students=args.students, limits=limits,
-        feedback=args.feedback, progress=args.progress)
+        rubric=rubric, class_cache=args.class_cache, feedback=args.feedback,
+        progress=args.progress)
     try:
         summary = grade_class(grading, echo=lambda text: print(text, file=sys.stderr))
     except (ValueError, SandboxError) as error:

@@ -10,8 +10,13 @@ One concept per module:
 - :mod:`~mhalib.grading.zygote`: the warm process that forks one isolated child per notebook
 - :mod:`~mhalib.grading.sysns`: namespaces, mounts and capabilities via ctypes
 - :mod:`~mhalib.grading.executor`, :mod:`~mhalib.grading.capture`: running cells like Jupyter
+- :mod:`~mhalib.grading.class_cache`, :mod:`~mhalib.grading.class_run`: instructor cells run
+  once per class and replayed for learners who left them as released (lesson 08's training)
 - :mod:`~mhalib.grading.outcome`: reading back what the sandbox produced
 - :mod:`~mhalib.grading.scorer`: verdicts and points, decided outside the sandbox
+- :mod:`~mhalib.grading.credit`, :mod:`~mhalib.grading.rubric`,
+  :mod:`~mhalib.grading.default_rubric`: the points a verdict earns, and the rubric behind them
+- :mod:`~mhalib.grading.records`: the typed records (task, item verdict, result) passed around
 - :mod:`~mhalib.grading.unit`: the unit of work (one student's notebook -> one result)
 - :mod:`~mhalib.grading.backends`: in-process, local worker pool, Dask
 - :mod:`~mhalib.grading.graded_notebook`, :mod:`~mhalib.grading.gradebook`,

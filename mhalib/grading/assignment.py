@@ -10,7 +10,7 @@ quick checks have ids starting ``qc_``). The model is plain data, so it travels 
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -36,6 +36,8 @@ class NotebookModel:
     exercises: list[str] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
     grade_cells: list[GradeCell] = field(default_factory=list)
+    # sources of the cells run once per class (mhalib.grading.class_cache)
+    class_cache: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -45,17 +47,9 @@ class NotebookModel:
     def points_of(self, item: str) -> float:
         return sum(g.points for g in self.grade_cells if g.item == item)
 
-    def for_worker(self) -> dict:
+    def for_worker(self) -> NotebookModel:
         """The model without the source notebook (workers need only the release)."""
-        data = asdict(self)
-        data["source"] = {}
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> NotebookModel:
-        data = dict(data)
-        data["grade_cells"] = [GradeCell(**g) for g in data.get("grade_cells", [])]
-        return cls(**data)
+        return replace(self, source={})
 
 
 def nbgrader_meta(cell: dict) -> dict:
@@ -79,19 +73,19 @@ def is_locked_cell(cell: dict) -> bool:
 
 
 def known_questions() -> set[str]:
-    """Every quick-check id in mhalib.quiz's question banks (empty if the quiz is absent)."""
+    """Every quick-check id in the course's question banks (one per lesson of the manifest)."""
     import importlib
 
-    try:
-        quiz = importlib.import_module("mhalib.quiz")
-    except ImportError:
-        return set()
+    from mhalib import course
+
     found: set[str] = set()
-    for bank in getattr(quiz, "_BANKS", ()):
+    for bank in (lesson.quiz for lesson in course.LESSONS):
         try:
             module = importlib.import_module(bank)
-        except ModuleNotFoundError:
-            continue
+        except ModuleNotFoundError as error:
+            if error.name == bank:  # a lesson without quick checks
+                continue
+            raise
         found.update(getattr(module, "QUESTIONS", {}))
     return found
 
@@ -132,6 +126,7 @@ def load_notebook_model(assignment: str, path: Path) -> NotebookModel:
     import nbformat
 
     from mhalib.checks import exercises_of
+    from mhalib.grading.class_cache import cell_source, is_cacheable
 
     source = nbformat.reads(Path(path).read_text(encoding="utf-8"), as_version=4)
     exercises = exercises_of(assignment)
@@ -151,6 +146,7 @@ def load_notebook_model(assignment: str, path: Path) -> NotebookModel:
         model.grade_cells.append(GradeCell(str(meta["grade_id"]), float(meta.get("points", 0)),
                                            cell.get("cell_type", "code"), kind, item))
     model.questions = used_questions
+    model.class_cache = [cell_source(c) for c in release.get("cells", []) if is_cacheable(c)]
     return model
 
 

@@ -12,16 +12,18 @@ import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from mhalib.grading.records import GradingResult, GradingTask
 from mhalib.grading.unit import close_sandboxes, grade_student, grader_error_result
 
-OnResult = Callable[[dict], None]
+OnResult = Callable[[GradingResult], None]
+Batch = list[GradingTask]
 
 
-def _failed_batch(batch: list[dict], error: BaseException) -> list[dict]:
+def _failed_batch(batch: Batch, error: BaseException) -> list[GradingResult]:
     return [grader_error_result(task, error) for task in batch]
 
 
-def run_inline(batches: list[list[dict]], on_result: OnResult) -> None:
+def run_inline(batches: list[Batch], on_result: OnResult) -> None:
     """One worker: this process (no pool start-up cost)."""
     try:
         for batch in batches:
@@ -37,7 +39,7 @@ def _worker_start() -> None:
     util.Finalize(None, close_sandboxes, exitpriority=100)
 
 
-def run_local(batches: list[list[dict]], jobs: int, on_result: OnResult) -> None:
+def run_local(batches: list[Batch], jobs: int, on_result: OnResult) -> None:
     """``jobs`` worker processes, each grading many students with its own warm sandbox."""
     if jobs < 1:
         raise ValueError(f"jobs={jobs} must be at least 1")
@@ -57,7 +59,7 @@ def run_local(batches: list[list[dict]], jobs: int, on_result: OnResult) -> None
                 on_result(result)
 
 
-def run_dask(batches: list[list[dict]], scheduler: str, on_result: OnResult) -> None:
+def run_dask(batches: list[Batch], scheduler: str, on_result: OnResult) -> None:
     """Submit every batch to the Dask scheduler at ``scheduler`` (e.g. tcp://host:8786).
 
     Workers need mhalib (and bubblewrap) installed; each keeps its own warm sandbox.

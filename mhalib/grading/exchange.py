@@ -66,8 +66,8 @@ def collect(task_dir: str, limits: dict) -> dict:
     steps, truncated = read_capped(os.path.join(task_dir, "steps.jsonl"), steps_cap)
     setup_error, _ = read_capped(os.path.join(task_dir, "setup_error.txt"), 2000)
     out = {"steps": steps or "", "steps_truncated": truncated, "records": {}, "answers": {},
-           "setup_error": setup_error}
-    for kind in ("records", "answers"):
+           "cache": {}, "setup_error": setup_error}
+    for kind in ("records", "answers", "cache"):  # cache: a class run's exported cells
         folder = os.path.join(task_dir, kind)
         names = sorted(os.listdir(folder))[:64] if os.path.isdir(folder) else []
         for name in names:

@@ -145,6 +145,58 @@ def tampering(shell: GraderShell) -> list[str]:
     return sorted(set(found))
 
 
+def _replay(shell: GraderShell, entry: dict, budget: OutputBudget) -> str:
+    """Stand in for a cell with the class run's results (see mhalib.grading.class_cache)."""
+    from mhalib.grading.class_cache import replay_values
+
+    budget.start_cell()
+    replay_values(entry, shell.user_ns)
+    for output in entry.get("outputs", []):
+        if output.get("output_type") == "stream":
+            budget.add_text(output.get("name", "stdout"), str(output.get("text", "")))
+        elif output.get("output_type") in ("display_data", "execute_result"):
+            budget.add_rich(output["output_type"], output.get("data", {}), None)
+    shell.execution_count += 1
+    return "ok"
+
+
+def _run_cell_step(shell: GraderShell, step: dict, budget: OutputBudget, limits: Limits,
+                   exchange_dir: str) -> tuple[str, dict]:
+    """Run one cell step; a class-cached cell is replayed when allowed, exported in the class
+    run. Returns (status, what the step log says about the cache)."""
+    from mhalib.grading import class_cache
+
+    key, export = step.get("class_cache"), step.get("export_class_cache")
+    if key and not export:
+        try:
+            entry = class_cache.load_entry(exchange_dir, key)
+            reason = class_cache.refusal(entry, step["source"], shell.user_ns, tampering(shell))
+            if reason is None:
+                return _replay(shell, entry, budget), {"class_cache": "replayed"}
+        except Exception as error:  # noqa: BLE001 - a broken cache means: run the cell
+            reason = f"its cached results could not be used ({type(error).__name__})"
+        status = run_cell(shell, step["source"], budget, limits.cell_seconds)
+        return status, {"class_cache": "refused", "reason": reason[:300]}
+    if not export:
+        return run_cell(shell, step["source"], budget, limits.cell_seconds), {}
+    try:
+        guard = class_cache.guard_of(step["source"], shell.user_ns)
+        memo = class_cache.memo_snapshot(step.get("memo", []))
+    except Exception as error:  # noqa: BLE001 - e.g. a memo that does not exist
+        guard = memo = None
+        problem = repr(error)[:300]
+    status = run_cell(shell, step["source"], budget, limits.cell_seconds)
+    if status == "ok" and guard is not None:
+        try:
+            class_cache.write_export(exchange_dir, class_cache.export_entry(
+                step["source"], guard, shell.user_ns, budget.outputs, memo))
+            return status, {}
+        except Exception as error:  # noqa: BLE001 - e.g. a value that cannot be pickled
+            problem = repr(error)[:300]
+    return status, {"class_cache": "not_exported",
+                    "reason": problem if guard is None or status == "ok" else status}
+
+
 def run_plan(shell: GraderShell, plan: dict, exchange_dir: str) -> None:
     """Execute the grader's plan: cells in order, recording steps where the tests were."""
     from mhalib.checks import record_exercises
@@ -161,11 +213,11 @@ def run_plan(shell: GraderShell, plan: dict, exchange_dir: str) -> None:
     for number, step in enumerate(plan["steps"]):
         started = _monotonic()
         if step["kind"] == "cell":
-            status = run_cell(shell, step["source"], budget, limits.cell_seconds)
+            status, cache_note = _run_cell_step(shell, step, budget, limits, exchange_dir)
             log.write({"step": number, "kind": "cell", "index": step["index"],
                        "status": status, "execution_count": shell.execution_count - 1,
                        "outputs": budget.outputs, "dropped_bytes": budget.dropped_bytes,
-                       "seconds": round(_monotonic() - started, 4)})
+                       "seconds": round(_monotonic() - started, 4), **cache_note})
             continue
         status = "ok"
         try:

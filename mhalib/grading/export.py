@@ -12,57 +12,63 @@ import json
 from pathlib import Path
 
 from mhalib.grading.assignment import NotebookModel
+from mhalib.grading.credit import format_points
 from mhalib.grading.flags import needs_review, problem_flags
 from mhalib.grading.gradebook import final_scores
+from mhalib.grading.records import GradingResult
 
 COLUMNS = ["student", "assignment", "notebook", "exercise", "kind", "score", "max_score",
            "flags", "needs_review", "diagnosis"]
 
 
-def load_results(results_dir: Path, assignment: str) -> list[dict]:
-    """Every stored result of ``assignment`` (``<results>/<assignment>/<student>/*.json``)."""
+def load_results(results_dir: Path, assignment: str) -> list[GradingResult]:
+    """Every stored result of ``assignment`` (``<results>/<assignment>/<student>/*.json``);
+    files that cannot be read as a result are skipped."""
     folder = Path(results_dir) / assignment
     results = []
     for path in sorted(folder.glob("*/*.json")):
         try:
-            results.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            results.append(GradingResult.from_json_dict(data))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return results
 
 
 def _fmt(value) -> str:
-    return "" if value is None else f"{value:g}"
+    """Points as the CSV shows them: rounded for reading (the gradebook keeps them exact)."""
+    return "" if value is None else format_points(value)
 
 
-def assignment_rows(results: list[dict], models: dict[str, NotebookModel],
+def assignment_rows(results: list[GradingResult], models: dict[str, NotebookModel],
                     db_url: str) -> list[dict]:
     rows: list[dict] = []
     if not results:
         return rows
-    final = final_scores(db_url, results[0]["assignment"])
+    final = final_scores(db_url, results[0].assignment)
     for result in results:
-        model = models.get(result["notebook"])
+        model = models.get(result.notebook)
         if model is None:
             continue
-        scores = final.get((result["student"], model.name), {})
-        notebook_flags = [issue["flag"] for issue in result["issues"]]
-        base = {"student": result["student"], "assignment": result["assignment"],
+        scores = final.get((result.student, model.name), {})
+        notebook_flags = result.issue_flags()
+        base = {"student": result.student, "assignment": result.assignment,
                 "notebook": model.notebook}
         total, total_max, all_flags = 0.0, 0.0, list(notebook_flags)
-        for item, verdict in result["verdicts"].items():
+        for item, verdict in result.verdicts.items():
             cells = [g for g in model.grade_cells if g.item == item]
             got = [scores.get(g.grade_id, {}).get("score") for g in cells]
-            score = sum(s for s in got if s is not None) if cells else verdict["points"]
-            flags = problem_flags([*notebook_flags, *verdict["flags"]])
+            score = sum(s for s in got if s is not None) if cells else verdict.points
+            flags = problem_flags([*notebook_flags, *verdict.flags])
             review = needs_review(flags)
             all_flags += flags
             total += score
-            total_max += verdict["max_points"]
-            rows.append({**base, "exercise": item, "kind": verdict["kind"], "score": _fmt(score),
-                         "max_score": _fmt(verdict["max_points"]), "flags": " ".join(flags),
+            total_max += verdict.max_points
+            diagnosis = verdict.explanation(limit=300)
+            rows.append({**base, "exercise": item, "kind": verdict.kind, "score": _fmt(score),
+                         "max_score": _fmt(verdict.max_points), "flags": " ".join(flags),
                          "needs_review": "yes" if review else "no",
-                         "diagnosis": verdict["diagnosis"][:300]})
+                         "diagnosis": diagnosis})
         for cell in model.grade_cells:
             if cell.item is not None:
                 continue

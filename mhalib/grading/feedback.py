@@ -12,7 +12,9 @@ import html
 from pathlib import Path
 
 from mhalib.grading.assignment import NotebookModel
+from mhalib.grading.credit import format_points
 from mhalib.grading.flags import MEANING
+from mhalib.grading.records import GradingResult
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;padding:0 1em;color:#222}
@@ -27,50 +29,52 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _points(value) -> str:
-    return "pending" if value is None else f"{value:g}"
+_points = format_points  # rounded for reading (2.18); the gradebook keeps the exact value
 
 
-def render_feedback(result: dict, model: NotebookModel, final: dict[str, dict]) -> str:
+def render_feedback(result: GradingResult, model: NotebookModel,
+                    final: dict[str, dict]) -> str:
     """HTML feedback; ``final`` maps grade cell -> {score, max_score, manual} (gradebook)."""
     rows = []
-    for item, verdict in result["verdicts"].items():
+    for item, verdict in result.verdicts.items():
         cells = [g for g in model.grade_cells if g.item == item]
         scored = [final.get(g.grade_id, {}).get("score") for g in cells]
-        points = sum(s for s in scored if s is not None) if cells else verdict["points"]
+        points = sum(s for s in scored if s is not None) if cells else verdict.points
         by_hand = any(final.get(g.grade_id, {}).get("manual") for g in cells)
-        mark = ('<span class="pass">passed</span>' if verdict["passed"]
+        mark = ('<span class="pass">passed</span>' if verdict.passed
                 else '<span class="fail">not passed</span>')
-        details = "".join(f"<li>{_e(d)}</li>" for d in verdict.get("details", [])[:12])
-        problems = [f for f in verdict.get("flags", []) if f in MEANING]
+        details = "".join(f"<li>{_e(d)}</li>" for d in verdict.details[:12])
+        problems = [f for f in verdict.flags if f in MEANING]
         notes = "".join(f"<li><code>{_e(f)}</code>: {_e(MEANING[f])}</li>" for f in problems)
         extra = ""
         if details or notes:
             extra = f"<details><summary>details</summary><ul>{notes}{details}</ul></details>"
+        credit = f"<p><i>{_e(verdict.credit)}</i></p>" if verdict.credit and not by_hand else ""
         rows.append(
             f"<tr><td><code>{_e(item)}</code></td>"
-            f"<td>{_e(_points(points))} / {_e(_points(verdict['max_points']))}"
+            f"<td>{_e(_points(points))} / {_e(_points(verdict.max_points))}"
             f"{' (graded by hand)' if by_hand else ''}</td><td>{mark}</td>"
-            f"<td>{_e(verdict['diagnosis'])}{extra}</td></tr>")
+            f"<td>{_e(verdict.diagnosis)}{credit}{extra}</td></tr>")
     for cell in model.grade_cells:
         if cell.item is None:
             score = final.get(cell.grade_id, {}).get("score")
             rows.append(f"<tr><td><code>{_e(cell.grade_id)}</code></td>"
-                        f"<td>{_e(_points(score))} / {cell.points:g}</td><td>graded by hand</td>"
+                        f"<td>{_e(_points(score))} / {_points(cell.points)}</td>"
+                        "<td>graded by hand</td>"
                         f"<td>{'not graded yet' if score is None else 'see your instructor'}"
                         "</td></tr>")
     total = sum(v["score"] for v in final.values() if v.get("score") is not None)
     maximum = sum(g.points for g in model.grade_cells)
     issues = "".join(
-        f'<div class="issue"><b>{_e(i["flag"])}</b>: {_e(i["message"])}</div>'
-        for i in result["issues"])
+        f'<div class="issue"><b>{_e(i.flag)}</b>: {_e(i.message)}</div>'
+        for i in result.issues)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>Feedback: {_e(model.assignment)} / {_e(model.notebook)}</title>"
         f"<style>{_STYLE}</style></head><body>"
         f"<h1>Feedback on {_e(model.notebook)}</h1>"
-        f"<p>Assignment <b>{_e(model.assignment)}</b>, student <b>{_e(result['student'])}</b>. "
-        f"Total: <b>{total:g} / {maximum:g}</b> points.</p>"
+        f"<p>Assignment <b>{_e(model.assignment)}</b>, student <b>{_e(result.student)}</b>. "
+        f"Total: <b>{_points(total)} / {_points(maximum)}</b> points.</p>"
         "<p>Your functions were called on inputs chosen when grading and compared with the "
         "course's reference outside your notebook.</p>"
         + (f"<h2>About your notebook</h2>{issues}" if issues else "")
@@ -78,7 +82,8 @@ def render_feedback(result: dict, model: NotebookModel, final: dict[str, dict]) 
         f"<th>what the checker found</th></tr>{''.join(rows)}</table></body></html>\n")
 
 
-def write_feedback(path: Path, result: dict, model: NotebookModel, final: dict) -> Path:
+def write_feedback(path: Path, result: GradingResult, model: NotebookModel,
+                   final: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_feedback(result, model, final), encoding="utf-8")
     return path

@@ -35,14 +35,21 @@ MEANING = {
     "cell_timeout": "a cell ran out of its time and was stopped",
     "output_truncated": "output beyond the size cap was dropped",
     "no_sandbox": "graded without bubblewrap isolation",
-    # exercise-level statuses from the judge
+    "class_cache_refused": "an instructor cell cached for the class ran as submitted instead "
+                           "(the notebook changed what it uses)",
+    # exercise- and quick-check-level (on a verdict, never spelt like a notebook-level flag)
     "missing": "the exercise's function (or answer variable) was not defined",
-    "error": "the function raised an error on some inputs",
+    "call_error": "the function raised an error on some inputs",
+    "call_timeout": "a call of the function ran longer than the time allowed for one call",
+    "output_too_large": "the function returned an output too large to record",
+    "invalid_answer": "the quick-check answer is not a string or a number",
 }
 
 REVIEW = frozenset({
     "missing_notebook", "invalid_notebook", "too_large", "kernel_died", "timeout", "memory",
     "sandbox_error", "grader_error", "bad_record", "integrity", "called_answer_key",
+    # a function that hangs or returns a huge output may be a budget set too tight
+    "call_timeout", "output_too_large",
 })
 
 

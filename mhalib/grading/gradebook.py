@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mhalib.grading.assignment import NotebookModel, nbgrader_meta
 from mhalib.grading.flags import needs_review
+from mhalib.grading.records import GradingResult
 
 
 def open_gradebook(db_url: str):
@@ -98,7 +99,7 @@ class GradebookWriter:
     def __init__(self, db_url: str):
         self.gradebook = open_gradebook(db_url)
 
-    def write(self, result: dict, model: NotebookModel) -> None:
+    def write(self, result: GradingResult, model: NotebookModel) -> None:
         import warnings
 
         from sqlalchemy.exc import SAWarning
@@ -107,26 +108,26 @@ class GradebookWriter:
             warnings.simplefilter("ignore", SAWarning)
             self._write(result, model)
 
-    def _write(self, result: dict, model: NotebookModel) -> None:
+    def _write(self, result: GradingResult, model: NotebookModel) -> None:
         gradebook = self.gradebook
-        student = result["student"]
+        student = result.student
         gradebook.update_or_create_student(student)
-        stamp = result.get("timestamp")
+        stamp = result.timestamp
         try:
             submission = gradebook.update_or_create_submission(
                 model.assignment, student, **({"timestamp": stamp} if stamp else {}))
         except Exception:  # an unparsable timestamp must not lose the grades
             submission = gradebook.update_or_create_submission(model.assignment, student)
-        notebook_review = needs_review(issue["flag"] for issue in result["issues"])
+        notebook_review = needs_review(result.issue_flags())
         grades = {g.name: g for nb in submission.notebooks if nb.name == model.name
                   for g in nb.grades}
         for cell in model.grade_cells:
             grade = grades.get(cell.grade_id)
             if grade is None:
                 continue
-            grade.auto_score = result["grade_cells"].get(cell.grade_id)
-            verdict = result["verdicts"].get(cell.item) if cell.item else None
-            review = notebook_review or (verdict is not None and needs_review(verdict["flags"]))
+            grade.auto_score = result.grade_cells.get(cell.grade_id)  # exact, not rounded
+            verdict = result.verdicts.get(cell.item) if cell.item else None
+            review = notebook_review or (verdict is not None and needs_review(verdict.flags))
             grade.needs_manual_grade = bool(grade.manual_score is not None
                                             or grade.auto_score is None or review)
         comments = {c.name: c for nb in submission.notebooks if nb.name == model.name
@@ -135,17 +136,17 @@ class GradebookWriter:
         gradebook.db.commit()
 
     @staticmethod
-    def _comment(comments: dict, result: dict, model: NotebookModel) -> None:
-        notes = "; ".join(f"[{i['flag']}] {i['message']}" for i in result["issues"])
-        graded = result.get("graded_notebook") or {"cells": []}
+    def _comment(comments: dict, result: GradingResult, model: NotebookModel) -> None:
+        notes = "; ".join(f"[{i.flag}] {i.message}" for i in result.issues)
+        graded = result.graded_notebook or {"cells": []}
         sources = {nbgrader_meta(c).get("grade_id"): c.get("source") for c in graded["cells"]}
         release = {nbgrader_meta(c).get("grade_id"): c.get("source")
                    for c in model.release.get("cells", [])}
         for name, comment in comments.items():
-            verdict = result["verdicts"].get(name)
+            verdict = result.verdicts.get(name)
             if verdict is not None:
-                text = f"{verdict['diagnosis']}" + (f" (flags: {', '.join(verdict['flags'])})"
-                                                    if verdict["flags"] else "")
+                text = verdict.explanation()
+                text += f" (flags: {', '.join(verdict.flags)})" if verdict.flags else ""
                 comment.auto_comment = (text + (f" Notebook: {notes}" if notes else ""))[:4000]
             elif sources.get(name) is None or sources.get(name) == release.get(name):
                 comment.auto_comment = "No response."

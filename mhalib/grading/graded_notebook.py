@@ -10,38 +10,44 @@ from __future__ import annotations
 import copy
 
 from mhalib.grading.assignment import NotebookModel, nbgrader_meta
+from mhalib.grading.credit import format_points
+from mhalib.grading.plan import Issue
+from mhalib.grading.records import ItemVerdict
 
 
-def verdict_output(verdict: dict) -> dict:
+def _points(verdict: ItemVerdict) -> str:
+    return f"{format_points(verdict.points)}/{format_points(verdict.max_points)}"
+
+
+def verdict_output(verdict: ItemVerdict) -> dict:
     """The verdict of one item as a notebook output (an error output when it failed)."""
-    head = (f"mhalib grader: {verdict['item']}: {verdict['points']:g}/{verdict['max_points']:g} "
-            f"points")
-    if verdict["passed"]:
+    head = f"mhalib grader: {verdict.item}: {_points(verdict)} points"
+    if verdict.passed:
         return {"output_type": "stream", "name": "stdout",
-                "text": f"{head}. {verdict['diagnosis']}\n"}
-    lines = [head, verdict["diagnosis"], *verdict.get("details", [])[:10]]
-    if verdict.get("flags"):
-        lines.append("flags: " + ", ".join(verdict["flags"]))
-    return {"output_type": "error", "ename": "GradingFailed", "evalue": verdict["diagnosis"],
+                "text": f"{head}. {verdict.diagnosis}\n"}
+    lines = [head, verdict.diagnosis, *([verdict.credit] if verdict.credit else []),
+             *verdict.details[:10]]
+    if verdict.flags:
+        lines.append("flags: " + ", ".join(verdict.flags))
+    return {"output_type": "error", "ename": "GradingFailed", "evalue": verdict.diagnosis,
             "traceback": lines}
 
 
-def summary_cell(issues: list[dict], verdicts: dict[str, dict]) -> dict:
+def summary_cell(issues: list[Issue], verdicts: dict[str, ItemVerdict]) -> dict:
     lines = ["**Graded by mhalib** (scores were decided outside this notebook).", ""]
     for verdict in verdicts.values():
-        mark = "passed" if verdict["passed"] else "FAILED"
-        lines.append(f"- `{verdict['item']}`: {verdict['points']:g}/{verdict['max_points']:g} "
-                     f"({mark})")
+        mark = "passed" if verdict.passed else "FAILED"
+        lines.append(f"- `{verdict.item}`: {_points(verdict)} ({mark})")
     if issues:
         lines += ["", "Issues found:"]
-        lines += [f"- **{issue['flag']}**: {issue['message']}" for issue in issues]
+        lines += [f"- **{issue.flag}**: {issue.message}" for issue in issues]
     return {"cell_type": "markdown", "id": "mhalib-grading-summary", "metadata": {},
             "source": "\n".join(lines)}
 
 
 def build_graded_notebook(model: NotebookModel, cells: list[dict], outputs: dict[int, list],
-                          counts: dict[int, int], verdicts: dict[str, dict],
-                          issues: list[dict]) -> dict:
+                          counts: dict[int, int], verdicts: dict[str, ItemVerdict],
+                          issues: list[Issue]) -> dict:
     """nbformat-4 JSON of the graded notebook."""
     item_of = {g.grade_id: g.item for g in model.grade_cells if g.item}
     annotated: set[str] = set()

@@ -12,6 +12,7 @@ import json
 import signal
 from dataclasses import dataclass, field
 
+from mhalib.grading.limits import Limits
 from mhalib.grading.plan import Issue
 
 _OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
@@ -62,7 +63,7 @@ def _clean_output(raw) -> dict | None:
     return out
 
 
-def read_outcome(reply: dict, steps: list[dict], limits: dict) -> Outcome:
+def read_outcome(reply: dict, steps: list[dict], limits: Limits) -> Outcome:
     """Interpret the zygote's reply for a plan with ``steps``."""
     outcome = Outcome()
     done = False
@@ -91,6 +92,10 @@ def read_outcome(reply: dict, steps: list[dict], limits: dict) -> Outcome:
             dropped += entry.get("dropped_bytes", 0) if isinstance(
                 entry.get("dropped_bytes"), int) else 0
             timed_out_cells += entry.get("status") == "timeout"
+            if entry.get("class_cache") == "refused":
+                outcome.issues.append(Issue("class_cache_refused", "an instructor cell run once "
+                                            "for the class ran as submitted instead: "
+                                            + str(entry.get("reason", ""))[:300] + "."))
             memory |= any(o.get("ename") == "MemoryError" for o in outputs)
         else:
             status = str(entry.get("status", ""))
@@ -110,19 +115,19 @@ def read_outcome(reply: dict, steps: list[dict], limits: dict) -> Outcome:
         dropped += 1
     if dropped:
         outcome.issues.append(Issue("output_truncated", f"the notebook printed more than the "
-                                    f"{int(limits['output_bytes']):,} bytes of output kept; "
+                                    f"{int(limits.output_bytes):,} bytes of output kept; "
                                     f"{dropped:,} bytes were dropped."))
     if timed_out_cells:
         outcome.issues.append(Issue("cell_timeout", f"{timed_out_cells} cell(s) ran longer than "
-                                    f"{limits['cell_seconds']:g} s and were stopped."))
+                                    f"{limits.cell_seconds:g} s and were stopped."))
     if memory:
         outcome.issues.append(Issue("memory", f"the notebook tried to use more than "
-                                    f"{int(limits['memory_mb'])} MB of memory (MemoryError)."))
+                                    f"{int(limits.memory_mb)} MB of memory (MemoryError)."))
     _ending(reply, done, limits, outcome)
     return outcome
 
 
-def _ending(reply: dict, done: bool, limits: dict, outcome: Outcome) -> None:
+def _ending(reply: dict, done: bool, limits: Limits, outcome: Outcome) -> None:
     code = reply.get("exit_code")
     if reply.get("error"):
         outcome.stop_reason = "the grader's sandbox failed"
@@ -133,13 +138,13 @@ def _ending(reply: dict, done: bool, limits: dict, outcome: Outcome) -> None:
         detail = f" ({str(reply['setup_error'])[:300]})" if reply.get("setup_error") else ""
         outcome.issues.append(Issue("sandbox_error", outcome.stop_reason + detail + "."))
     elif reply.get("timed_out"):
-        outcome.stop_reason = (f"the notebook ran out of its {limits['notebook_seconds']:g} s "
+        outcome.stop_reason = (f"the notebook ran out of its {limits.notebook_seconds:g} s "
                                "time budget before this point")
         outcome.issues.append(Issue("timeout", f"the notebook did not finish within "
-                                    f"{limits['notebook_seconds']:g} s and was stopped."))
+                                    f"{limits.notebook_seconds:g} s and was stopped."))
     elif isinstance(code, int) and code != 0:
         outcome.stop_reason = describe_exit(code) + " before this point"
-        if code == 128 + signal.SIGKILL and not reply.get("timed_out"):
+        if code == 128 + signal.SIGKILL:  # (a timed-out run was handled above)
             outcome.stop_reason += " (killed: possibly out of memory or killed by itself)"
         outcome.issues.append(Issue("kernel_died", describe_exit(code) + "."))
     elif not done:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import secrets
 import sys
@@ -18,6 +17,8 @@ from mhalib.grading.flags import needs_review
 from mhalib.grading.gradebook import backup, ensure_assignment, integrity_check
 from mhalib.grading.intake import Submission, discover
 from mhalib.grading.limits import Limits
+from mhalib.grading.records import GradingResult, GradingTask
+from mhalib.grading.rubric import Rubric, default_rubric
 from mhalib.grading.sandbox import choose_mode
 from mhalib.grading.writer import CourseLayout, ResultWriter
 
@@ -37,6 +38,8 @@ class GradingRun:
     seed: int | None = None
     students: list[str] | None = None
     limits: Limits = field(default_factory=Limits)
+    rubric: Rubric = field(default_factory=default_rubric)
+    class_cache: bool = True  # run marked instructor cells once per class (class_run)
     feedback: bool = True
     progress: bool = True
 
@@ -51,7 +54,7 @@ class RunSummary:
     exports: list[Path] = field(default_factory=list)
     feedback: list[Path] = field(default_factory=list)
     integrity: str = ""
-    results: list[dict] = field(default_factory=list)
+    results: list[GradingResult] = field(default_factory=list)
 
 
 def unit_seed(base: int | None, student: str, notebook: str) -> int:
@@ -63,22 +66,18 @@ def unit_seed(base: int | None, student: str, notebook: str) -> int:
 
 
 def make_tasks(submission: Submission, models: list[NotebookModel], run: GradingRun,
-               mode: str) -> list[dict]:
-    tasks = []
-    for model in models:
-        data = submission.notebooks.get(model.notebook)
-        tasks.append({
-            "student": submission.student, "assignment": run.assignment,
-            "notebook": model.notebook,
-            "submission": None if data is None else base64.b64encode(data).decode("ascii"),
-            "submission_error": submission.errors.get(model.notebook),
-            "files": {path: base64.b64encode(blob).decode("ascii")
-                      for path, blob in submission.files.items()},
-            "model": model.for_worker(), "seed": unit_seed(run.seed, submission.student,
-                                                           model.notebook),
-            "limits": run.limits.to_dict(), "sandbox": mode, "timestamp": submission.timestamp,
-        })
-    return tasks
+               mode: str, caches: dict[str, dict[str, bytes]] | None = None
+               ) -> list[GradingTask]:
+    """One task per notebook of the assignment for this student (``caches``: the class run's
+    results per notebook)."""
+    return [GradingTask(
+        student=submission.student, assignment=run.assignment,
+        model=model.for_worker(),
+        seed=unit_seed(run.seed, submission.student, model.notebook), limits=run.limits,
+        rubric=run.rubric, sandbox=mode, submission=submission.notebooks.get(model.notebook),
+        submission_error=submission.errors.get(model.notebook), files=dict(submission.files),
+        timestamp=submission.timestamp, class_cache=(caches or {}).get(model.notebook, {}))
+        for model in models]
 
 
 def _progress(total: int, enabled: bool):
@@ -126,18 +125,17 @@ def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
     summary.backup = backup(layout.db_url, layout.backups)
     for model in models:
         ensure_assignment(layout.db_url, model)
-    batches = [make_tasks(s, models, run, mode) for s in submissions]
+    caches = _class_caches(models, run, mode, echo) if submissions else {}
+    batches = [make_tasks(s, models, run, mode, caches) for s in submissions]
     writer = ResultWriter(layout, by_name)
     bar = _progress(sum(len(b) for b in batches), run.progress)
 
-    def on_result(result: dict) -> None:
+    def on_result(result: GradingResult) -> None:
         writer.write(result)
         summary.graded += 1
         summary.results.append(result)
-        flags = [issue["flag"] for issue in result["issues"]]
-        flags += [f for v in result["verdicts"].values() for f in v["flags"]]
-        if needs_review(flags) and result["student"] not in summary.flagged:
-            summary.flagged.append(result["student"])
+        if needs_review(result.all_flags()) and result.student not in summary.flagged:
+            summary.flagged.append(result.student)
         if bar is not None:
             bar.update(1)
 
@@ -157,6 +155,22 @@ def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
     summary.integrity = integrity_check(layout.db_url)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
+
+
+def _class_caches(models: list[NotebookModel], run: GradingRun, mode: str,
+                  echo) -> dict[str, dict[str, bytes]]:
+    """The class run of every notebook with class-cached cells (none when switched off)."""
+    if not run.class_cache or not any(model.class_cache for model in models):
+        return {}
+    from mhalib.grading.class_run import run_class_cache
+    from mhalib.grading.unit import close_sandboxes, resolve_mode
+
+    try:
+        return {model.notebook: run_class_cache(model, resolve_mode(mode), run.limits, echo)
+                for model in models}
+    finally:
+        if run.jobs > 1 or run.scheduler:
+            close_sandboxes()  # the workers keep their own
 
 
 def _all_models(layout: CourseLayout, source: Path, assignment: str,

@@ -3,8 +3,10 @@
 The learner's answer cells and own cells are kept; test and read-only cells are taken from the
 release (edited ones are put back, deleted ones restored where they stood); hidden tests never
 enter the sandbox. Where each exercise's first test cell stands, the plan records the learner's
-function on grader-chosen inputs, as nbgrader would have run the test there. Every deviation
-becomes an :class:`Issue` the learner and the instructor can read.
+function on grader-chosen inputs, as nbgrader would have run the test there. A learner's cell
+whose source is exactly a class-cached instructor cell's is marked for replay
+(:mod:`mhalib.grading.class_cache`). Every deviation becomes an :class:`Issue` the learner and
+the instructor can read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mhalib.grading.assignment import (
     is_test_cell,
     nbgrader_meta,
 )
+from mhalib.grading.class_cache import cache_key
 
 _CELL_TYPES = ("code", "markdown", "raw")
 _META_KEYS = ("grade", "solution", "locked", "points", "task")
@@ -173,10 +176,15 @@ def build_plan(notebook: dict, model: NotebookModel) -> Plan:
     kind_of = {g.item: g.kind for g in model.grade_cells if g.item}
     steps: list[dict] = []
     pending = [*model.exercises, *model.questions]
+    cacheable = {source.strip(): cache_key(source) for source in model.class_cache}
     for index, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
         steps.append({"kind": "cell", "index": index, "source": cell["source"]})
+        key = cacheable.pop(cell["source"].strip(), None) if cell["origin"] == "learner" \
+            and "nbgrader" not in cell["metadata"] else None
+        if key is not None:  # the release's own source: the class run's results may stand in
+            steps[-1]["class_cache"] = key
         item = item_of.get(nbgrader_meta(cell).get("grade_id")) if cell["origin"] == "release" \
             else None
         if item in pending:

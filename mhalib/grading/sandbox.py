@@ -222,14 +222,19 @@ class Sandbox:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def run(self, plan: dict, files: dict[str, str] | None = None) -> dict:
+    def run(self, plan: dict, files: dict[str, str] | None = None,
+            class_cache: dict[str, str] | None = None) -> dict:
         """Run one notebook plan (see :mod:`mhalib.grading.plan`); returns the zygote's result.
+
+        ``files`` (relative path -> base64) go into the notebook's folder; ``class_cache``
+        (file name -> base64) holds the class run's results (:mod:`~.class_cache`).
 
         Raises :class:`SandboxError` when the zygote itself dies or hangs; the caller restarts.
         """
         if not self.running:
             self.start()
-        request = {"op": "run", "plan": plan, "files": files or {}}
+        request = {"op": "run", "plan": plan, "files": files or {},
+                   "class_cache": class_cache or {}}
         try:
             self.process.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
             self.process.stdin.flush()

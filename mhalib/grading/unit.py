@@ -1,4 +1,5 @@
-"""The unit of work: one student's notebook in, one result (plain JSON data) out.
+"""The unit of work: one student's notebook in (:class:`GradingTask`), one
+:class:`GradingResult` out.
 
 ``grade_unit(task)`` reads the submission, builds the plan, runs it in this process's warm
 sandbox, judges the records in this (clean) process and assembles the result: verdicts, points
@@ -9,6 +10,7 @@ does; the same function runs in local worker processes and on Dask workers.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import time
 
 from mhalib.grading.assignment import NotebookModel, nbgrader_meta
@@ -21,11 +23,12 @@ from mhalib.grading.plan import (
     build_plan,
     parse_notebook,
     release_cell_copy,
+    sandbox_plan,
 )
+from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
 from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
 from mhalib.grading.scorer import grade_cell_scores, score_notebook
 
-RESULT_FORMAT = "mhalib-grading-result/1"
 _SANDBOXES: dict[str, Sandbox] = {}
 _RESOLVED: dict[str, str] = {}
 
@@ -66,29 +69,37 @@ def _unreadable_plan(reason: str, flag: str, model: NotebookModel) -> Plan:
     return Plan(cells=cells, issues=[Issue(flag, reason)], runnable=False)
 
 
-def _plan_for(task: dict, model: NotebookModel) -> Plan:
-    if task.get("submission") is None:
-        flag, reason = task.get("submission_error") or (
+def _plan_for(task: GradingTask) -> Plan:
+    model = task.model
+    if task.submission is None:
+        flag, reason = task.submission_error or (
             "missing_notebook", f"no {model.notebook} was submitted")
         return _unreadable_plan(reason + ".", flag, model)
-    data = base64.b64decode(task["submission"])
-    limit = int(task["limits"]["notebook_bytes"])
-    if len(data) > limit:
-        return _unreadable_plan(f"the notebook is {len(data):,} bytes, more than the "
-                                f"{limit:,} accepted.", "too_large", model)
+    limit = task.limits.notebook_bytes
+    if len(task.submission) > limit:
+        return _unreadable_plan(f"the notebook is {len(task.submission):,} bytes, more than "
+                                f"the {limit:,} accepted.", "too_large", model)
     try:
-        notebook = parse_notebook(data)
+        notebook = parse_notebook(task.submission)
     except NotebookUnreadable as error:
         return _unreadable_plan(f"the notebook could not be read: {error}.",
                                 "invalid_notebook", model)
-    return build_plan(notebook, model)
+    plan = build_plan(notebook, model)
+    for step in plan.steps:  # replay only what the class run left (none: run the cell)
+        if step.get("class_cache") and f"{step['class_cache']}.json" not in task.class_cache:
+            del step["class_cache"]
+    return plan
 
 
-def _run(task: dict, plan: Plan) -> dict:
-    sandbox_plan = {"seed": int(task["seed"]), "limits": task["limits"], "steps": plan.steps}
+def _run(task: GradingTask, plan: Plan) -> dict:
+    """The sandbox's reply (untrusted JSON data) for ``plan``."""
     try:
-        sandbox = worker_sandbox(task["sandbox"])
-        reply = sandbox.run(sandbox_plan, task.get("files") or {})
+        sandbox = worker_sandbox(task.sandbox)
+        files = {path: base64.b64encode(data).decode("ascii")
+                 for path, data in task.files.items()}  # the zygote's JSON wire format
+        cache = {name: base64.b64encode(data).decode("ascii")
+                 for name, data in task.class_cache.items()}
+        reply = sandbox.run(sandbox_plan(plan, task.seed, task.limits.to_dict()), files, cache)
         reply["isolation"] = sandbox.info.get("isolation")
         return reply
     except (SandboxError, OSError, ValueError) as error:
@@ -107,59 +118,50 @@ def _not_reached(model: NotebookModel, outcome: Outcome, plan: Plan) -> dict[str
     return reasons
 
 
-def _explain_missing(verdicts: dict[str, dict], plan: Plan, outcome: Outcome) -> None:
+def _explain_missing(verdicts: dict[str, ItemVerdict], plan: Plan, outcome: Outcome) -> None:
     """A function that was never defined: say so if its answer cell raised an error."""
     for index, cell in enumerate(plan.cells):
         verdict = verdicts.get(nbgrader_meta(cell).get("grade_id"))
-        if verdict is None or not {"missing", "no_record"} & set(verdict["flags"]):
+        if verdict is None or not {"missing", "no_record"} & set(verdict.flags):
             continue
         errors = [o for o in outcome.outputs.get(index, []) if o["output_type"] == "error"]
         if errors:
-            verdict["diagnosis"] += (f" Its answer cell raised {errors[0]['ename']}: "
-                                     f"{errors[0]['evalue'][:200]}")
+            verdict.diagnosis += (f" Its answer cell raised {errors[0]['ename']}: "
+                                  f"{errors[0]['evalue'][:200]}")
 
 
-def grade_unit(task: dict) -> dict:
-    """Grade one student's notebook; see the module docstring. ``task`` keys:
-
-    student, assignment, notebook (file name), submission (base64 bytes or None),
-    submission_error ((flag, reason) when there is no submission), files ({relative path:
-    base64}), model (NotebookModel.for_worker()), seed, limits (Limits.to_dict()),
-    sandbox ("bwrap", "none" or "auto"), timestamp.
-    """
+def grade_unit(task: GradingTask) -> GradingResult:
+    """Grade one student's notebook; see the module docstring."""
     started = time.monotonic()
-    task = {**task, "sandbox": resolve_mode(task["sandbox"])}
-    model = NotebookModel.from_dict(task["model"])
-    plan = _plan_for(task, model)
+    task = dataclasses.replace(task, sandbox=resolve_mode(task.sandbox))
+    model = task.model
+    plan = _plan_for(task)
     reply: dict = {}
     if plan.runnable:
         reply = _run(task, plan)
-        outcome = read_outcome(reply, plan.steps, task["limits"])
+        outcome = read_outcome(reply, plan.steps, task.limits)
     else:
         outcome = Outcome()
     records = {k: v for k, v in (reply.get("records") or {}).items() if k in model.exercises}
     answers = {k: v for k, v in (reply.get("answers") or {}).items() if k in model.questions}
-    verdicts = score_notebook(model, records, answers, int(task["seed"]),
-                              _not_reached(model, outcome, plan))
+    verdicts = score_notebook(model, records, answers, task.seed,
+                              _not_reached(model, outcome, plan), task.rubric)
     _explain_missing(verdicts, plan, outcome)
-    issues = [vars(issue) for issue in [*plan.issues, *outcome.issues]]
-    if task["sandbox"] == "none":
-        issues.append({"flag": "no_sandbox", "message": "graded without bubblewrap: learner "
-                                                        "code was not isolated from the host."})
-    return {
-        "format": RESULT_FORMAT, "student": task["student"], "assignment": task["assignment"],
-        "notebook": model.notebook, "seed": int(task["seed"]), "timestamp": task.get("timestamp"),
-        "sandbox": task["sandbox"], "isolation": reply.get("isolation"),
-        "issues": issues, "verdicts": verdicts, "grade_cells": grade_cell_scores(model, verdicts),
-        "run": {key: reply.get(key) for key in ("exit_code", "timed_out", "seconds",
-                                                  "max_rss_kb")},
-        "seconds": round(time.monotonic() - started, 4),
-        "graded_notebook": build_graded_notebook(model, plan.cells, outcome.outputs,
-                                                 outcome.counts, verdicts, issues),
-    }
+    issues = [*plan.issues, *outcome.issues]
+    if task.sandbox == "none":
+        issues.append(Issue("no_sandbox", "graded without bubblewrap: learner code was not "
+                                          "isolated from the host."))
+    return GradingResult(
+        student=task.student, assignment=task.assignment, notebook=model.notebook,
+        seed=task.seed, timestamp=task.timestamp, sandbox=task.sandbox,
+        isolation=reply.get("isolation"), issues=issues, verdicts=verdicts,
+        grade_cells=grade_cell_scores(model, verdicts), run=RunStats.from_reply(reply),
+        seconds=round(time.monotonic() - started, 4),
+        graded_notebook=build_graded_notebook(model, plan.cells, outcome.outputs,
+                                              outcome.counts, verdicts, issues))
 
 
-def grade_student(tasks: list[dict]) -> list[dict]:
+def grade_student(tasks: list[GradingTask]) -> list[GradingResult]:
     """All notebooks of one student, one after the other (never two at once)."""
     results = []
     for task in tasks:
@@ -170,15 +172,15 @@ def grade_student(tasks: list[dict]) -> list[dict]:
     return results
 
 
-def grader_error_result(task: dict, error: BaseException) -> dict:
-    model = NotebookModel.from_dict(task["model"])
+def grader_error_result(task: GradingTask, error: BaseException) -> GradingResult:
+    """A result that gives 0 everywhere and says the grader failed (flag ``grader_error``)."""
+    model = task.model
     message = f"the grader failed on this notebook ({type(error).__name__}: {error})"[:500]
-    verdicts = score_notebook(model, {}, {}, int(task["seed"]),
-                              {i: message for i in [*model.exercises, *model.questions]})
-    return {"format": RESULT_FORMAT, "student": task["student"],
-            "assignment": task["assignment"], "notebook": model.notebook,
-            "seed": int(task["seed"]), "timestamp": task.get("timestamp"),
-            "sandbox": task.get("sandbox"), "isolation": None,
-            "issues": [{"flag": "grader_error", "message": message}], "verdicts": verdicts,
-            "grade_cells": grade_cell_scores(model, verdicts), "run": {}, "seconds": 0.0,
-            "graded_notebook": None}
+    verdicts = score_notebook(model, {}, {}, task.seed,
+                              {i: message for i in [*model.exercises, *model.questions]},
+                              task.rubric)
+    return GradingResult(
+        student=task.student, assignment=task.assignment, notebook=model.notebook,
+        seed=task.seed, timestamp=task.timestamp, sandbox=task.sandbox,
+        issues=[Issue("grader_error", message)], verdicts=verdicts,
+        grade_cells=grade_cell_scores(model, verdicts))

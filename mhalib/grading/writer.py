@@ -19,6 +19,7 @@ from pathlib import Path
 from mhalib.grading.assignment import NotebookModel
 from mhalib.grading.feedback import write_feedback
 from mhalib.grading.gradebook import GradebookWriter, final_scores
+from mhalib.grading.records import GradingResult
 
 
 @dataclass(frozen=True)
@@ -61,36 +62,38 @@ class ResultWriter:
         self.layout = layout
         self.models = models
         self.gradebook = GradebookWriter(layout.db_url)
-        self.written: list[dict] = []
+        self.written: list[GradingResult] = []
 
-    def write(self, result: dict) -> None:
-        model = self.models[result["notebook"]]
-        student, assignment = result["student"], result["assignment"]
-        graded = result.pop("graded_notebook", None)
+    def write(self, result: GradingResult) -> None:
+        """Graded notebook, gradebook rows and result file of one notebook (the graded
+        notebook is dropped from ``result`` afterwards: it can be large)."""
+        model = self.models[result.notebook]
+        student, assignment = result.student, result.assignment
         target = self.layout.autograded(student, assignment, model.notebook)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if graded is not None:
-            target.write_text(json.dumps(graded, indent=1, ensure_ascii=False) + "\n",
-                              encoding="utf-8")
+        if result.graded_notebook is not None:
+            target.write_text(json.dumps(result.graded_notebook, indent=1, ensure_ascii=False)
+                              + "\n", encoding="utf-8")
         elif target.exists():
             target.unlink()  # an unreadable resubmission must not keep an old graded copy
-        self.gradebook.write({**result, "graded_notebook": graded}, model)
+        self.gradebook.write(result, model)
+        result.graded_notebook = None
         stored = self.layout.result(student, assignment, model.notebook)
         stored.parent.mkdir(parents=True, exist_ok=True)
-        stored.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
+        stored.write_text(json.dumps(result.to_json_dict(), indent=1, ensure_ascii=False)
+                          + "\n", encoding="utf-8")
         self.written.append(result)
 
     def write_feedback(self) -> list[Path]:
         """Feedback pages of every result written (after all grades are in the gradebook)."""
         if not self.written:
             return []
-        final = final_scores(self.layout.db_url, self.written[0]["assignment"])
+        final = final_scores(self.layout.db_url, self.written[0].assignment)
         pages = []
         for result in self.written:
-            model = self.models[result["notebook"]]
-            scores = final.get((result["student"], model.name), {})
-            path = self.layout.feedback(result["student"], result["assignment"], model.notebook)
+            model = self.models[result.notebook]
+            scores = final.get((result.student, model.name), {})
+            path = self.layout.feedback(result.student, result.assignment, model.notebook)
             pages.append(write_feedback(path, result, model, scores))
         return pages
 

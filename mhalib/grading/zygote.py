@@ -261,14 +261,16 @@ def _kill_descendants(group: int | None) -> None:
                 pass
 
 
-def _wait(pid: int, deadline: float, on_timeout) -> tuple[int, int, bool]:
-    """(exit code, max RSS in KiB, timed out) of child ``pid``, killing it at ``deadline``."""
+def _wait(pid: int, deadline: float, on_timeout) -> tuple[int, int, bool, float]:
+    """(exit code, max RSS in KiB, timed out, CPU seconds of it and the children it reaped)
+    of child ``pid``, killing it at ``deadline``."""
     timed_out = False
     while True:
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done == pid:
             code = os.waitstatus_to_exitcode(status)
-            return (code if code >= 0 else 128 - code), usage.ru_maxrss, timed_out
+            return ((code if code >= 0 else 128 - code), usage.ru_maxrss, timed_out,
+                    usage.ru_utime + usage.ru_stime)
         if time.monotonic() >= deadline and not timed_out:
             timed_out = True
             on_timeout()
@@ -282,6 +284,7 @@ def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
     task_dir = os.path.join(exchange_dir, "task")
     os.makedirs(os.path.join(task_dir, "input"))
     exchange.write_inputs(request.get("files", {}), os.path.join(task_dir, "input"))
+    exchange.write_inputs(request.get("class_cache", {}), os.path.join(task_dir, "class_cache"))
     started = time.monotonic()
     deadline = started + float(request["plan"]["limits"]["notebook_seconds"])
     if isolated:
@@ -299,11 +302,12 @@ def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
 
         def on_timeout():
             _kill_descendants(pid)
-    code, max_rss, timed_out = _wait(pid, deadline, on_timeout)
+    code, max_rss, timed_out, cpu = _wait(pid, deadline, on_timeout)
     _kill_descendants(None if isolated else pid)
     result = {"op": "result", "exit_code": code, "timed_out": timed_out,
               "setup_failed": code == EXIT_SETUP_FAILED,
-              "seconds": round(time.monotonic() - started, 4), "max_rss_kb": max_rss}
+              "seconds": round(time.monotonic() - started, 4), "max_rss_kb": max_rss,
+              "cpu_seconds": round(cpu, 4)}
     result.update(exchange.collect(task_dir, request["plan"]["limits"]))
     exchange.wipe(exchange_dir)
     return result

@@ -2,8 +2,11 @@
 
 Built on the fixture lesson (tests/grading/fixtures/solutions/01-single-head): exercises
 ``softmax`` (2 points) and ``attention`` (3 points), quick check ``qc_weights_shape`` (1 point),
-and a hand-graded markdown cell. ``expect`` maps an item to ``full``, ``zero``, ``partial``
-(strictly between) or ``not_full``; ``flags`` must all appear among the student's flags.
+and a hand-graded markdown cell. ``expect`` maps an item to its points under the course's
+default rubric (a number), or to ``full``, ``zero`` or ``not_full``; ``flags`` must all appear
+among the student's flags. The default rubric gives a softmax without the max shift (it
+overflows) and an attention without the 1/sqrt(d_k) scale part credit (1/2 and 1/3), a softmax
+over the wrong axis and answers that pass only degenerate cases nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +17,13 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mhalib.grading.demo_class import SOFTMAX_NO_SHIFT, answer_sources, submission, to_bytes
+from mhalib.grading.demo_class import (
+    ATTENTION_NO_SCALE,
+    SOFTMAX_NO_SHIFT,
+    answer_sources,
+    submission,
+    to_bytes,
+)
 
 ITEMS = ("softmax", "attention", "qc_weights_shape")
 MARKER = "MHALIB_BG_MARKER_7731"
@@ -24,7 +33,7 @@ MARKER = "MHALIB_BG_MARKER_7731"
 class Case:
     student: str
     build: object  # (model, context) -> bytes | None (None: no notebook) | ("zip", bytes)
-    expect: dict[str, str]
+    expect: dict[str, str | float]
     flags: set[str] = field(default_factory=set)
     needs_bwrap: bool = False
 
@@ -146,6 +155,19 @@ try:
 except OSError as _error:
     print("BLOCKED network", type(_error).__name__)
 '''
+ATTENTION_UNIFORM = '''def attention(q, k, v):
+    weights = np.ones(q.shape[:-1] + k.shape[-2:-1]) / k.shape[-2]
+    return weights @ v, weights
+'''
+ATTENTION_BY_POSITION = '''def attention(q, k, v):
+    weights = np.broadcast_to(softmax(np.arange(k.shape[-2], dtype=float)),
+                              q.shape[:-1] + k.shape[-2:-1])
+    return weights @ v, weights
+'''
+ATTENTION_OVER_QUERIES = '''def attention(q, k, v):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    return softmax(scores, axis=-2) @ v, softmax(scores, axis=-2)
+'''
 IGNORE_ALARM_AND_HANG = """import signal
 signal.signal(signal.SIGALRM, signal.SIG_IGN)
 while True:
@@ -161,9 +183,18 @@ print("started background processes")
 CATALOGUE = [
     Case("correct", _nb(), _all("full")),
     Case("blank", lambda m, c: to_bytes(submission(m)),
-         {"softmax": "zero", "attention": "zero", "qc_weights_shape": "zero"}, {"error"}),
+         {"softmax": "zero", "attention": "zero", "qc_weights_shape": "zero"}, {"call_error"}),
     Case("partly-wrong", _nb({"softmax": SOFTMAX_NO_SHIFT}),
-         {"softmax": "partial", "attention": "not_full", "qc_weights_shape": "full"}),
+         {"softmax": 1.0, "attention": 1.5, "qc_weights_shape": "full"},
+         {"mistake:no_max_shift"}),
+    Case("no-scale", _nb({"attention": ATTENTION_NO_SCALE}),
+         {"softmax": "full", "attention": 1.0}, {"mistake:no_scale"}),
+    Case("uniform-weights", _nb({"attention": ATTENTION_UNIFORM}),  # right on one key only
+         {"softmax": "full", "attention": 0.0}, {"mistake:wrong_scale"}),  # a scale of 0
+    Case("position-weights", _nb({"attention": ATTENTION_BY_POSITION}),  # one key only, too
+         {"softmax": "full", "attention": 0.0}),
+    Case("softmax-over-queries", _nb({"attention": ATTENTION_OVER_QUERIES}),
+         {"softmax": "full", "attention": 0.0}, {"mistake:softmax_over_queries"}),
     Case("invalid-json", lambda m, c: b'{"cells": [', _all("zero"), {"invalid_notebook"}),
     Case("not-a-notebook", lambda m, c: b'[1, 2, 3]', _all("zero"), {"invalid_notebook"}),
     Case("binary-garbage", lambda m, c: bytes(range(256)) * 8, _all("zero"),
@@ -178,7 +209,7 @@ CATALOGUE = [
          {"changed_kernel", "changed_metadata", "edited_test_cell"}),
     Case("edited-test-wrong", _nb({"softmax": SOFTMAX_NO_SHIFT}, mutate=lambda nb: _cell(
         nb, "test_softmax").update(source="print('all tests passed')")),
-         {"softmax": "partial"}, {"edited_test_cell"}),
+         {"softmax": 1.0}, {"edited_test_cell"}),
     Case("duplicate-test-cell", _nb(mutate=_duplicate_test), _all("full"),
          {"duplicate_cell_id"}),
     Case("answer-turned-markdown", _nb(mutate=_answer_to_markdown), _all("full"),
@@ -186,12 +217,12 @@ CATALOGUE = [
     Case("monkeypatch-numpy", _nb({"softmax": "np.allclose = lambda *a, **k: True\n"
                                               "np.testing.assert_allclose = lambda *a, **k: None\n"
                                               + SOFTMAX_NO_SHIFT}),
-         {"softmax": "partial"}, {"integrity"}),
-    Case("ast-strips-asserts", _nb({"softmax": AST_STRIP}), {"softmax": "partial"}, {"integrity"}),
+         {"softmax": 1.0}, {"integrity"}),
+    Case("ast-strips-asserts", _nb({"softmax": AST_STRIP}), {"softmax": 1.0}, {"integrity"}),
     Case("input-transformer-blanks", _nb(after={"imports": BLANK_LATER}), _all("zero"),
          {"integrity", "missing"}),
     Case("ndarray-always-equal", _nb({"softmax": NDARRAY_CHEAT}), {"softmax": "zero"}),
-    Case("hidden-tracebacks", _nb({"softmax": HIDE_TRACEBACKS}), {"softmax": "partial"},
+    Case("hidden-tracebacks", _nb({"softmax": HIDE_TRACEBACKS}), {"softmax": 1.0},
          {"integrity"}),
     Case("tampered-recorder", _nb(after={"imports": FAKE_PROBE}),
          {"softmax": "zero", "attention": "zero", "qc_weights_shape": "full"}, {"bad_record"}),
@@ -205,7 +236,7 @@ CATALOGUE = [
          {"softmax": "full", "attention": "zero"}, {"kernel_died"}),
     Case("infinite-loop-answer", _nb({"softmax": "def softmax(x, axis=-1):\n    while True:\n"
                                                  "        pass\n"}),
-         {"softmax": "zero", "attention": "zero"}, {"timeout"}),
+         {"softmax": "zero", "attention": "zero"}, {"call_timeout"}),
     Case("ignores-alarm-hangs", _nb(after={"test_softmax": IGNORE_ALARM_AND_HANG}),
          {"softmax": "full", "attention": "zero", "qc_weights_shape": "zero"}, {"timeout"}),
     Case("slow-cell", _nb(after={"imports": "import time\ntime.sleep(60)"}), _all("full"),

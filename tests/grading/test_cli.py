@@ -37,6 +37,19 @@ def test_bad_arguments_are_named(argv, message, tmp_path, capsys):
     assert message in capsys.readouterr().err
 
 
+# points of the demo class (of 9: softmax 3, attention 3, three quick checks) under the course's
+# default rubric, and under grading/examples/rubric.toml (README, "The rubric")
+DEFAULT_TOTALS = {"ada-correct": 9.0, "bert-partly-wrong": 6.0, "cleo-wrong": 5.5,
+                  "dev-blank": 0.0, "eve-hostile": 3.0, "finn-broken": 0.0, "gus-crashes": 0.0,
+                  "hana": 9.0, "ivan": 0.0}
+EXAMPLE_RUBRIC_TOTALS = {**DEFAULT_TOTALS, "bert-partly-wrong": 5.5}
+
+
+def _totals(results: dict) -> dict[str, float]:
+    return {s: round(sum(v["points"] for v in r["verdicts"].values()), 6)
+            for s, r in results.items()}
+
+
 def test_readme_quick_start_grades_the_demo_class(tmp_path):
     if not (REPO / "solutions" / "01-single-head").is_dir():
         pytest.skip("lesson 01 source not present")
@@ -48,18 +61,42 @@ def test_readme_quick_start_grades_the_demo_class(tmp_path):
                  str(REPO / "solutions"), "--course", str(course), "--jobs", "2",
                  "--no-progress"]) == 0
     results = read_results(course)
-    totals = {s: (sum(v["points"] for v in r["verdicts"].values()),
-                  sum(v["max_points"] for v in r["verdicts"].values()))
-              for s, r in results.items()}
+    assert _totals(results) == DEFAULT_TOTALS
+    assert all(sum(v["max_points"] for v in r["verdicts"].values()) == 9
+               for r in results.values())
     flags = {s: {i["flag"] for i in r["issues"]} for s, r in results.items()}
-    assert totals["ada-correct"][0] == totals["ada-correct"][1] > 0
-    assert totals["hana"][0] == totals["hana"][1]
-    assert 0 < totals["bert-partly-wrong"][0] < totals["bert-partly-wrong"][1]
-    assert totals["cleo-wrong"][0] < totals["bert-partly-wrong"][0]
-    assert totals["dev-blank"][0] == 0
-    assert not results["eve-hostile"]["verdicts"]["softmax"]["passed"]
+    cleo = results["cleo-wrong"]["verdicts"]["attention"]
+    assert "mistake:no_scale" in cleo["flags"]
+    assert cleo["credit"].startswith("1 of 3 points, as the course rubric sets for this "
+                                     "mistake (no_scale)")
+    eve = results["eve-hostile"]["verdicts"]
+    assert not eve["softmax"]["passed"] and eve["attention"]["points"] == 0  # was 0.375
     assert "integrity" in flags["eve-hostile"]
     assert "invalid_notebook" in flags["finn-broken"] and "invalid_notebook" in flags["ivan"]
     assert "kernel_died" in flags["gus-crashes"]
     rows = list(csv.DictReader(open(course / "exports" / "01-single-head.csv")))
     assert {r["student"] for r in rows} == set(results)
+    bert = next(r for r in rows if r["student"] == "bert-partly-wrong"
+                and r["exercise"] == "softmax")
+    assert bert["score"] == "1.5" and "1.5 of 3 points" in bert["diagnosis"]
+    page = (course / "feedback" / "cleo-wrong" / "01-single-head" /
+            "single_head_attention.html").read_text()
+    assert "1 of 3 points, as the course rubric sets for this mistake" in page
+
+    rubric_course = tmp_path / "rubric-course"
+    assert main(["grade", str(mixed), "--assignment", "01-single-head", "--source",
+                 str(REPO / "solutions"), "--course", str(rubric_course), "--jobs", "2",
+                 "--no-progress", "--no-feedback", "--rubric",
+                 str(EXAMPLES / "rubric.toml")]) == 0
+    assert _totals(read_results(rubric_course)) == EXAMPLE_RUBRIC_TOTALS
+
+
+def test_an_unknown_mistake_in_the_rubric_is_named(tmp_path, capsys):
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text("[attention.mistakes]\nforgot_scale = 0.5\n")
+    (tmp_path / "submitted").mkdir()
+    code = main(["grade", str(tmp_path / "submitted"), "--assignment", "01-single-head",
+                 "--course", str(tmp_path / "course"), "--rubric", str(rubric), "--source",
+                 str(REPO / "tests" / "grading" / "fixtures" / "solutions")])
+    assert code == 2
+    assert "exercise 'attention' has no mistake 'forgot_scale'" in capsys.readouterr().err
