@@ -1,7 +1,8 @@
 """The judge: a pure function from (exercise, seed, suite, recorded outputs) to a :class:`Verdict`.
 
 It rebuilds the inputs from the seed, so nothing recorded in the learner's kernel but the outputs
-is trusted, and names the likely mistake by evaluating each mistake model on the same inputs.
+is trusted, and names the likely mistake by evaluating each mistake model on the same inputs:
+only a mistake that reproduces most of the failing cases is named.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     mistake_votes: Counter[str] = Counter()
     flags: set[str] = set()
     general_failed = 0  # failures on cases not marked degenerate (what partial credit counts)
+    recorded_failures = 0  # failing cases with an output to compare (not errors or timeouts)
     detections: list[list[str]] = []  # per failing case: the mistakes that reproduce it
     mistakes = exercise.mistakes()
     for case, result in zip(cases, results):
@@ -53,6 +55,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         if problem is None:
             continue
         failures.append((case.label, problem))
+        recorded_failures += 1
         general_failed += not getattr(case, "degenerate", False)
         detected = [m.name for m in mistakes
                     if m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
@@ -66,8 +69,8 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     if not failures:
         return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.", **counts)
     details = [f"{label}: {problem}" for label, problem in failures]
-    if mistake_votes:
-        best, _ = mistake_votes.most_common(1)[0]
+    best = _named_mistake(mistakes, mistake_votes, recorded_failures)
+    if best is not None:
         message = next(m.message for m in mistakes if m.name == best)
         diagnosis = f"{name}: {message}"
         flags.add(f"mistake:{best}")
@@ -77,6 +80,19 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
+
+
+def _named_mistake(mistakes, votes: Counter[str], recorded_failures: int) -> str | None:
+    """The mistake to name: the one whose model reproduces the most failing cases, and only if
+    it reproduces more than half of the failing cases with a recorded output (ties go to the
+    checker's order). A model that matches a case or two of many explains nothing: a wrong name
+    is worse than none."""
+    if not votes:
+        return None
+    most = max(votes.values())
+    if 2 * most <= recorded_failures:
+        return None
+    return next(m.name for m in mistakes if votes[m.name] == most)
 
 
 def _beside(best: str, detections: list[list[str]], votes: Counter[str]) -> dict:

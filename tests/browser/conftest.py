@@ -54,22 +54,15 @@ def chromium_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def browser(chromium_path, tmp_path_factory):
+def browser(chromium_path, playwright_driver, tmp_path_factory):
     """A headless Chromium with a fresh profile (one per test session)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("Playwright is not installed: `pip install playwright` "
-                     "(no `playwright install` needed; the system Chromium is used)")
-    playwright = sync_playwright().start()
-    context = playwright.chromium.launch_persistent_context(
+    context = playwright_driver.chromium.launch_persistent_context(
         str(tmp_path_factory.mktemp("chromium-profile")), executable_path=chromium_path,
         headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT)
     try:
         yield context
     finally:
         context.close()
-        playwright.stop()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -47,20 +47,15 @@ def class_hub():
 
 
 @pytest.fixture(scope="module")
-def hub_browser(tmp_path_factory):
+def hub_browser(request):
     """A headless Chromium (fresh profile) in which each user gets their own context."""
     chromium = find_chromium()
     if chromium is None:
         _unavailable("no Chromium found: install it with `apt-get install -y chromium`")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("Playwright is not installed: `pip install playwright`")
-    playwright = sync_playwright().start()
+    playwright = request.getfixturevalue("playwright_driver")  # one per process (tests/conftest.py)
     browser = playwright.chromium.launch(executable_path=chromium, headless=True,
                                          args=CHROMIUM_ARGS)
     try:
         yield browser
     finally:
         browser.close()
-        playwright.stop()
