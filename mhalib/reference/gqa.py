@@ -93,7 +93,8 @@ def _attention(q, k, v, mask):
 
 
 def _split(x, num_heads):
-    """(B, N, num_heads * d) -> (B, num_heads, N, d)."""
+    """(B, N, num_heads * d) -> (B, num_heads, N, d): head h takes features h*d:(h+1)*d (also
+    used by the MLA and serving answer keys)."""
     batch, n, width = x.shape
     return x.reshape(batch, n, num_heads, width // num_heads).transpose(1, 2)
 

@@ -19,6 +19,7 @@ import torch
 
 from mhalib import validate
 from mhalib.nn.masks import causal_mask
+from mhalib.reference.gqa import _merge, _split
 
 
 def mla_attention(x, w_dkv, w_uk, w_uv, w_q, w_o, num_heads, causal=True):
@@ -102,18 +103,6 @@ def _softmax_weights(scores, width: int, mask):
     weights = torch.exp(scores - row_max)
     total = weights.sum(dim=-1, keepdim=True)
     return weights / torch.where(total == 0, 1.0, total)
-
-
-def _split(x, num_heads):
-    """(B, N, num_heads * d) -> (B, num_heads, N, d): head h takes features h*d:(h+1)*d."""
-    batch, n, width = x.shape
-    return x.reshape(batch, n, num_heads, width // num_heads).transpose(1, 2)
-
-
-def _merge(x):
-    """(B, H, N, d) -> (B, N, H * d)."""
-    batch, heads, n, d = x.shape
-    return x.transpose(1, 2).reshape(batch, n, heads * d)
 
 
 def _check_mla_args(x, w_dkv, w_uk, w_uv, w_q, w_o, num_heads):

@@ -19,6 +19,7 @@ import torch
 
 from mhalib import validate
 from mhalib.nn.masks import causal_mask
+from mhalib.reference.gqa import _split
 
 
 def decode_attention_intensity(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
@@ -111,12 +112,6 @@ def chunked_prefill(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
         outputs.append(ctx.transpose(1, 2).reshape(batch, stop - start, d_model))  # (B, C, d)
     merged = torch.cat(outputs, dim=1).to(x.dtype)  # (B, N, d_model)
     return merged @ w_o  # (B, N, d_model)
-
-
-def _split(x, heads):
-    """(B, N, H * d) -> (B, H, N, d)."""
-    batch, n, width = x.shape
-    return x.reshape(batch, n, heads, width // heads).transpose(1, 2)
 
 
 def _check_paged_args(q, k_pages, v_pages, block_table, seq_lens) -> None:
