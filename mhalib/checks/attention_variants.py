@@ -25,7 +25,7 @@ def _merge(x):
     return x.transpose(1, 2).reshape(batch, n, heads * d)
 
 
-def _softmax_rows(scores):
+def softmax_rows(scores):
     """Softmax over the last axis; rows that are entirely -inf give zeros (not NaN)."""
     import torch
 
@@ -81,9 +81,9 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
         n = x.shape[1]
         scores = scores.masked_fill(~allowed_keys(n, n, causal_shift), -torch.inf)
     if softmax_axis == -2:
-        weights = _softmax_rows(scores.transpose(-2, -1)).transpose(-2, -1)
+        weights = softmax_rows(scores.transpose(-2, -1)).transpose(-2, -1)
     else:
-        weights = _softmax_rows(scores)
+        weights = softmax_rows(scores)
     ctx = weights @ v  # (B, H, N, d_head)
     plain = split_without_transpose or merge_without_transpose
     merged = ctx.reshape(x.shape) if plain else _merge(ctx)
@@ -114,7 +114,7 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
             outputs.append(torch.zeros_like(x[:, t:t + 1]) @ w_o)
             continue
         scores = q_t @ k[:, :, :stop].transpose(-2, -1) * scale  # (B, H, 1, stop)
-        ctx = _softmax_rows(scores) @ v[:, :, :stop]  # (B, H, 1, d_head)
+        ctx = softmax_rows(scores) @ v[:, :, :stop]  # (B, H, 1, d_head)
         outputs.append(_merge(ctx) @ w_o)
     return torch.cat(outputs, dim=1)  # (B, N, d_model)
 

@@ -27,6 +27,7 @@ from mhalib.checks.torch_exercise import (
     exact_inputs,
     one_thread,
     output_kind,
+    torch_model,
 )
 from mhalib.checks.work import LeftTorch, torch_only, watch_products
 
@@ -34,14 +35,6 @@ from mhalib.checks.work import LeftTorch, torch_only, watch_products
 def _reference(name, case):
     args, kwargs = exact_inputs(case)
     return as_numpy(answer_key(name)(*args, **kwargs))
-
-
-def _torch(fn):
-    """A mistake model written in torch, evaluated on the case's float64 inputs."""
-    def compute(case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(fn(*args, **kwargs))
-    return compute
 
 
 # -- repeat_kv -------------------------------------------------------------------------------
@@ -91,24 +84,24 @@ class RepeatKV(TorchExercise):
                         "of interleaved (g0, g0, g1, g1, ...): x.repeat copies the whole stack, "
                         "but query head h must read group h // n_rep; use repeat_interleave (or "
                         "expand the group axis and reshape).",
-                        _torch(lambda x, n: x.repeat(1, n, 1, 1))),
+                        torch_model(lambda x, n: x.repeat(1, n, 1, 1))),
             WrongAnswer("sequence_axis", "the copies were stacked along the sequence axis (dim 2), "
                         "not the head axis (dim 1).",
-                        _torch(lambda x, n: torch.repeat_interleave(x, n, dim=2))),
+                        torch_model(lambda x, n: torch.repeat_interleave(x, n, dim=2))),
             WrongAnswer("feature_axis", "the copies were stacked along the feature axis (dim -1), "
                         "not the head axis (dim 1).",
-                        _torch(lambda x, n: torch.repeat_interleave(x, n, dim=-1))),
+                        torch_model(lambda x, n: torch.repeat_interleave(x, n, dim=-1))),
             WrongAnswer("batch_axis", "the copies were stacked along the batch axis (dim 0), not "
                         "the head axis (dim 1).",
-                        _torch(lambda x, n: torch.repeat_interleave(x, n, dim=0))),
+                        torch_model(lambda x, n: torch.repeat_interleave(x, n, dim=0))),
             WrongAnswer("not_flattened", "the result is 5-D (B, G, n_rep, N, d): after expanding "
                         "a new axis, reshape to (B, G * n_rep, N, d).",
-                        _torch(lambda x, n: x[:, :, None].expand(-1, -1, n, -1, -1))),
+                        torch_model(lambda x, n: x[:, :, None].expand(-1, -1, n, -1, -1))),
             WrongAnswer("flattened", "the result is 1-D: repeat_interleave without dim= "
                         "flattens the tensor first; pass dim=1.",
-                        _torch(lambda x, n: torch.repeat_interleave(x, n))),
+                        torch_model(lambda x, n: torch.repeat_interleave(x, n))),
             WrongAnswer("ignores_n_rep", "the groups came back unrepeated (B, G, N, d): repeat "
-                        "each group n_rep times along dim 1.", _torch(lambda x, n: x)),
+                        "each group n_rep times along dim 1.", torch_model(lambda x, n: x)),
         ]
 
 

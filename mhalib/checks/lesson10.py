@@ -24,6 +24,7 @@ from mhalib.checks.torch_exercise import (
     exact_inputs,
     one_thread,
     output_kind,
+    torch_model,
 )
 
 # -- mla_kv_cache_bytes ------------------------------------------------------------------------
@@ -194,12 +195,6 @@ def absorb_variant(w_uk, w_uv, w_q, w_o, num_heads, *, strided=False, uk_transpo
     return (w_o_latent, w_q_latent) if swapped else (w_q_latent, w_o_latent)
 
 
-def _model(fn, **change):
-    """A mistake model: ``fn`` with knobs, on the case's inputs in float64."""
-    def compute(case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(fn(*args, **{**kwargs, **change}))
-    return compute
 
 
 def _needs_causal(fn, **change):
@@ -207,7 +202,7 @@ def _needs_causal(fn, **change):
     def compute(case):
         if not case.kwargs.get("causal", True):
             raise ValueError("this mistake needs a causal case")
-        return _model(fn, **change)(case)
+        return torch_model(fn, **change)(case)
     return compute
 
 
@@ -266,41 +261,41 @@ class MLAAttention(TorchExercise):
             WrongAnswer("scale_d_c", "the scores were divided by sqrt(d_c). The latent's width "
                         "is not the length of the dot product: each head compares a query and a "
                         "key of d_head = w_q.shape[1] // num_heads numbers, so divide by "
-                        "sqrt(d_head).", _model(mla_variant, scale="d_c")),
+                        "sqrt(d_head).", torch_model(mla_variant, scale="d_c")),
             WrongAnswer("scale_d_model", "the scores were divided by sqrt(d_model); here "
                         "num_heads * d_head need not equal d_model, and each head's dot product "
                         "has d_head = w_q.shape[1] // num_heads terms: divide by sqrt(d_head).",
-                        _model(mla_variant, scale="d_model")),
+                        torch_model(mla_variant, scale="d_model")),
             WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
-                        _model(mla_variant, scale="none")),
+                        torch_model(mla_variant, scale="none")),
             WrongAnswer("strided_heads", "head h took every num_heads-th column (h, h + H, ...): "
                         "head h owns the contiguous columns h*d_head:(h+1)*d_head of w_q, w_uk "
                         "and w_uv. Reshape to (B, N, num_heads, d_head), then transpose(1, 2).",
-                        _model(mla_variant, strided=True)),
+                        torch_model(mla_variant, strided=True)),
             WrongAnswer("split_without_transpose", "the heads were split with a reshape to (B, H, "
                         "N, d_head) and no transpose, which mixes positions and heads: reshape to "
                         "(B, N, H, d_head) first, then transpose(1, 2).",
-                        _model(mla_variant, split_without_transpose=True)),
+                        torch_model(mla_variant, split_without_transpose=True)),
             WrongAnswer("causal_ignored", "causal=True (the default here) was ignored: every "
                         "token sees the future. Mask key j for query i when j > i.",
                         _needs_causal(mla_variant, mask="none")),
             WrongAnswer("always_causal", "the causal mask is applied even with causal=False.",
-                        _model(mla_variant, mask="always")),
+                        torch_model(mla_variant, mask="always")),
             WrongAnswer("causal_excludes_self", "the causal mask is off by one: each token must "
                         "see itself too (j <= i, not j < i).",
                         _needs_causal(mla_variant, mask="strict")),
             WrongAnswer("values_from_w_uk", "the values were made with w_uk: keys are c @ w_uk, "
                         "values c @ w_uv (the same latent, two different up-projections).",
-                        _model(mla_variant, value_weight="w_uk")),
+                        torch_model(mla_variant, value_weight="w_uk")),
             WrongAnswer("swapped_up_projections", "keys and values swapped their up-projections: "
                         "keys are c @ w_uk, values c @ w_uv.",
-                        _model(mla_variant, key_weight="w_uv", value_weight="w_uk")),
+                        torch_model(mla_variant, key_weight="w_uv", value_weight="w_uk")),
             WrongAnswer("softmax_over_queries", "the softmax ran over the queries (dim -2): each "
                         "query's weights over the keys must sum to 1, so normalise along the last "
-                        "axis.", _model(mla_variant, softmax_dim=-2)),
+                        "axis.", torch_model(mla_variant, softmax_dim=-2)),
             WrongAnswer("no_output_projection", "the merged heads were returned without the output "
                         "projection w_o (the result must be (B, N, d_model)).",
-                        _model(mla_variant, output_projection=False)),
+                        torch_model(mla_variant, output_projection=False)),
         ]
 
 
@@ -359,33 +354,34 @@ class AbsorbMLAWeights(TorchExercise):
                         "are q_h . k_h = (x @ w_q_h) @ (c @ w_uk_h).T = x @ (w_q_h @ w_uk_h.T) @ "
                         "c.T, so w_q_latent[h] = w_q_h @ w_uk_h.T (this only ran because d_c "
                         "happens to equal d_head here).",
-                        _model(absorb_variant, uk_transposed=False)),
+                        torch_model(absorb_variant, uk_transposed=False)),
             WrongAnswer("q_latent_transposed", "w_q_latent[h] came out (d_c, d_model), the "
                         "transpose of what is needed: the query of head h over the latents is x "
                         "@ w_q_latent[h], so w_q_latent[h] = w_q_h @ w_uk_h.T, of shape (d_model, "
-                        "d_c).", _model(absorb_variant, q_latent_transposed=True)),
+                        "d_c).", torch_model(absorb_variant, q_latent_transposed=True)),
             WrongAnswer("o_latent_transposed", "w_o_latent[h] came out (d_model, d_c), the factors "
                         "multiplied in the wrong order: the output of head h is (weights @ c) @ "
                         "w_uv_h @ w_o_h, so w_o_latent[h] = w_uv_h @ w_o_h, of shape (d_c, "
-                        "d_model).", _model(absorb_variant, o_latent_transposed=True)),
+                        "d_model).", torch_model(absorb_variant, o_latent_transposed=True)),
             WrongAnswer("outputs_swapped", "the two matrices were returned in the wrong order: "
-                        "return (w_q_latent, w_o_latent).", _model(absorb_variant, swapped=True)),
+                        "return (w_q_latent, w_o_latent).",
+                        torch_model(absorb_variant, swapped=True)),
             WrongAnswer("strided_heads", "head h took every num_heads-th column (h, h + H, ...) "
                         "of w_q, w_uk, w_uv (and rows of w_o): head h owns the contiguous block "
-                        "h*d_head:(h+1)*d_head.", _model(absorb_variant, strided=True)),
+                        "h*d_head:(h+1)*d_head.", torch_model(absorb_variant, strided=True)),
             WrongAnswer("cross_head_sum", "every head got the whole product w_q @ w_uk.T (and w_uv "
                         "@ w_o). That product is the sum over heads of w_q_h @ w_uk_h.T: every "
                         "head would score with the sum of all heads' scores, and the heads' "
                         "different attention patterns collapse into one. Absorb head by head: "
                         "w_q_h @ w_uk_h.T with the d_head-wide slices of the same head.",
-                        _model(absorb_variant, cross_heads=True)),
+                        torch_model(absorb_variant, cross_heads=True)),
             WrongAnswer("scale_folded_in", "w_q_latent was divided by sqrt(d_head): the contract "
                         "keeps the scale outside, scores = (x @ w_q_latent[h]) @ c.T / "
                         "sqrt(d_head). Return the plain products.",
-                        _model(absorb_variant, scale_folded=True)),
+                        torch_model(absorb_variant, scale_folded=True)),
             WrongAnswer("heads_not_first", "the head axis is not the first one: stack the heads "
                         "on dim 0 so that w_q_latent is (num_heads, d_model, d_c) and w_o_latent "
-                        "(num_heads, d_c, d_model).", _model(absorb_variant, heads_axis=1)),
+                        "(num_heads, d_c, d_model).", torch_model(absorb_variant, heads_axis=1)),
         ]
 
 

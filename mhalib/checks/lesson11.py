@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
+from mhalib.checks.attention_variants import softmax_rows
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 from mhalib.checks.torch_exercise import (
     TorchCase,
@@ -30,30 +31,12 @@ from mhalib.checks.torch_exercise import (
     exact_inputs,
     one_thread,
     output_kind,
+    torch_model,
 )
 from mhalib.checks.work import LeftTorch, largest_new_tensor, torch_only, watch_attention_calls
 
 ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "grouped_query_attention",
                   "decode_with_cache", "online_softmax_attention")
-
-
-def _torch_model(fn):
-    """A mistake model written in torch, evaluated on the case's float64 inputs."""
-    def compute(case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(fn(*args, **kwargs))
-    return compute
-
-
-def _softmax_rows(scores):
-    """Softmax over the last axis; rows that are entirely -inf give zeros."""
-    import torch
-
-    top = scores.amax(dim=-1, keepdim=True)
-    top = torch.where(torch.isinf(top), torch.zeros_like(top), top)
-    weights = torch.exp(scores - top)
-    total = weights.sum(dim=-1, keepdim=True)
-    return weights / torch.where(total == 0, torch.ones_like(total), total)
 
 
 # -- decode_attention_intensity ----------------------------------------------------------------
@@ -211,7 +194,7 @@ def paged_variant(q, k_pages, v_pages, block_table, seq_lens, *, tiled=False,
         k = k_pages[pages, :, slot].transpose(0, 1)[kv_of_head]  # (H, used, d)
         v = v_pages[pages, :, slot].transpose(0, 1)[kv_of_head]  # (H, used, d)
         scores = (k @ q[b][:, :, None])[..., 0] * scale  # (H, used)
-        out[b] = (_softmax_rows(scores)[:, None, :] @ v)[:, 0]  # (H, d)
+        out[b] = (softmax_rows(scores)[:, None, :] @ v)[:, 0]  # (H, d)
     return out
 
 
@@ -261,7 +244,7 @@ class PagedAttention(TorchExercise):
 
     def mistakes(self):
         def variant(**change):
-            return _torch_model(lambda *args: paged_variant(*args, **change))
+            return torch_model(lambda *args: paged_variant(*args, **change))
 
         return [
             WrongAnswer("tiled_groups", "query head h read K/V head h % G (the K/V heads tiled) "
@@ -361,7 +344,7 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
         else:  # bottom_right and own_chunk
             allowed = keys <= rows
         scores = scores.masked_fill(~allowed, -torch.inf)
-        out[:, :, start:stop] = _softmax_rows(scores) @ v[:, :, first_key:stop]
+        out[:, :, start:stop] = softmax_rows(scores) @ v[:, :, first_key:stop]
     merged = out.transpose(1, 2).reshape(batch, n, d_model)
     return merged @ w_o if output_projection else merged
 
@@ -440,7 +423,7 @@ class ChunkedPrefill(TorchExercise):
 
     def mistakes(self):
         def variant(**change):
-            return _torch_model(lambda *args: chunked_variant(*args, **change))
+            return torch_model(lambda *args: chunked_variant(*args, **change))
 
         return [
             Symptom("builds_n_by_n", "the result is right, but somewhere a tensor with N x N "

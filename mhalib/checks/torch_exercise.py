@@ -81,6 +81,15 @@ def exact_inputs(case: Case) -> tuple[tuple, dict]:
     return tuple(widen(a) for a in args), {k: widen(v) for k, v in kwargs.items()}
 
 
+def torch_model(fn, **change):
+    """A mistake model written in torch: ``fn`` on the case's float64 inputs, with keyword
+    arguments ``change`` overriding the case's, returned as numpy (a ``WrongAnswer.compute``)."""
+    def compute(case: Case):
+        args, kwargs = exact_inputs(case)
+        return as_numpy(fn(*args, **{**kwargs, **change}))
+    return compute
+
+
 def as_numpy(value):
     """Tensors (also inside tuples) -> float64 numpy arrays, for expected values."""
     import torch
