@@ -73,17 +73,20 @@ def tool_env() -> dict:
 
 def notebook_of(model, kind: str) -> dict:
     """One synthetic submission of ``kind`` for the lesson ``model``."""
-    from mhalib.grading.demo_class import answer_sources, submission
+    from mhalib.grading.demo_class import answer_sources, quick_check_answers, submission
 
     right = answer_sources(model)
+    quick = quick_check_answers(model)  # answered in their forms, as recorded on saving
     first = model.exercises[0]
     if kind == "blank":
         return submission(model)
-    if kind == "wrong":  # the first exercise returns its answer plus one
-        return submission(model, {**right, first: right[first] + WRONG.format(name=first)})
+    if kind == "wrong":  # the first exercise returns its answer plus one; blanks say 0
+        slips = {qid: "0" if isinstance(a, str) else (a + 1) % 2 for qid, a in quick.items()}
+        return submission(model, {**right, first: right[first] + WRONG.format(name=first)},
+                          quick_checks=slips)
     if kind == "hostile":
-        return submission(model, right, after={first: HOSTILE})
-    return submission(model, right)
+        return submission(model, right, after={first: HOSTILE}, quick_checks=quick)
+    return submission(model, right, quick_checks=quick)
 
 
 def write_class(model, submitted: Path, students: int) -> None:
@@ -126,12 +129,17 @@ def mhalib_run(assignment: str, source: Path, submitted: Path, scratch: Path, jo
          "--no-feedback", *extra])
     if done.returncode:
         raise RuntimeError(f"mhalib grade failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    cpu = [json.loads(p.read_text())["run"].get("cpu_seconds") or 0.0
-           for p in (course / "mhalib-results" / assignment).glob("*/*.json")]
+    by_kind: dict[str, list[float]] = {}
+    for path in (course / "mhalib-results" / assignment).glob("*/*.json"):
+        kind = path.parent.name.rstrip("0123456789")  # student folders are <kind><number>
+        by_kind.setdefault(kind, []).append(
+            json.loads(path.read_text())["run"].get("cpu_seconds") or 0.0)
+    cpu = [value for values in by_kind.values() for value in values]
     class_cpu = re.search(r"class run: .*\(([\d.]+) s CPU\)", done.stderr)
     sandbox = re.search(r"sandbox: (\w+)", done.stdout)
     return {"seconds": seconds, "cpu": total_cpu, "notebooks": len(cpu),
             "cpu_per_notebook": sum(cpu) / len(cpu),
+            "cpu_by_kind": {kind: sum(v) / len(v) for kind, v in sorted(by_kind.items())},
             "class_run_cpu": float(class_cpu.group(1)) if class_cpu else 0.0,
             "sandbox": sandbox.group(1) if sandbox else "?"}
 
@@ -197,6 +205,12 @@ def render(numbers: dict) -> str:
                      f"{row['nbgrader_cpu'] / n_serial:.2f}{note} | {jobs1} | {jobs2} | "
                      f"{serial / best:.2f}x | {cpu} |")
     lines.append("")
+    for row in rows:
+        first = row["mhalib"].get("1") or row["mhalib"].get("2")
+        if first.get("class_run_cpu") and first.get("cpu_by_kind"):
+            kinds = ", ".join(f"{kind} {cpu:.2f} s" for kind, cpu in first["cpu_by_kind"].items())
+            lines.append(f"{row['assignment']}, CPU per notebook by kind of submission: "
+                         f"{kinds}.")
     for row in rows:
         if "uncached" in row:
             run = row["uncached"]

@@ -6,9 +6,10 @@ needed); the time is from the first cell's start to the last cell's end, kernel 
 excluded. Section ``## Lesson run times``.
 
 Instant feedback (``--feedback``): every visible test cell (an exercise's ``check(...)`` cell and
-each quick check's ``grade(...)`` cell) gets a fresh kernel of its own, which runs the lesson's
-import cell and the answer cells up to that test cell, then the test cell alone: the time is
-that cell's first call in a fresh kernel, the slowest case a learner meets. Section
+each quick check's ``ask(...)`` cell, which builds its form) gets a fresh kernel of its own,
+which runs the lesson's import cell and the answer cells up to that test cell, then the test
+cell alone: the time is that cell's first call in a fresh kernel, the slowest case a learner
+meets. Section
 ``## Instant feedback``; the target is at most 1 s per cell on a 2-core machine.
 
 Prints Markdown; ``--write-docs`` puts it in docs/benchmarks.md, replacing only its section::

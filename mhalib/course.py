@@ -65,6 +65,12 @@ class Lesson:
         return f"mhalib.quiz.lesson{self.number}"
 
     @property
+    def quick_check_keys(self) -> str:
+        """File of the quick-check keys, relative to the instructor's keys folder
+        (``grading/quick_checks/``): instructor data, never part of the installed package."""
+        return f"lesson{self.number}.py"
+
+    @property
     def viz(self) -> str:
         """Module of the lesson's plots and widgets."""
         return f"mhalib.viz.lesson{self.number}"

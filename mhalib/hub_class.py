@@ -121,30 +121,52 @@ def write_config_dirs(class_dir: Path) -> dict[str, str]:
 
 
 def _instructor_nbgrader(course: Path) -> str:
+    """The instructor's nbgrader config: the course folder, and the quick-check preprocessors
+    with the keys kept in the course folder (mhalib.grading.nbgrader_quick_checks)."""
     return (
         '"""The instructor\'s nbgrader settings on the class hub (written by mhalib hub)."""\n'
+        "import os\n\n"
+        "from nbgrader.converters import Autograde\n"
+        "from nbgrader.preprocessors import Execute\n\n"
+        "from mhalib.grading.nbgrader_quick_checks import ScoreQuickChecks, "
+        "StashQuickCheckAnswers\n\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.root = {str(course)!r}\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.CourseDirectory.db_url = {'sqlite:///' + str(course / 'gradebook.db')!r}\n"
         "c.ClearSolutions.code_stub = "
-        "{'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n")
+        "{'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
+        f"os.environ['MHALIB_QUICK_CHECK_KEYS'] = {str(course / KEYS_FOLDER)!r}\n"
+        "_traits = Autograde.class_traits()\n"
+        "c.Autograde.sanitize_preprocessors = [\n"
+        "    StashQuickCheckAnswers, *_traits['sanitize_preprocessors'].make_dynamic_default()]\n"
+        "_steps = list(_traits['autograde_preprocessors'].make_dynamic_default())\n"
+        "_steps.insert(_steps.index(Execute) + 1, ScoreQuickChecks)\n"
+        "c.Autograde.autograde_preprocessors = _steps\n")
 
 
-def set_up_instructor(instructor: str, solutions: Path, notebooks: Path) -> Path:
+KEYS_FOLDER = "quick_check_keys"  # in the instructor's private course folder
+
+
+def set_up_instructor(instructor: str, solutions: Path, notebooks: Path,
+                      keys: Path | None = None) -> Path:
     """Copy the lessons into the instructor's private course folder; return that folder.
 
-    ``source/`` comes from ``solutions`` (hidden tests included) and ``release/`` from
-    ``notebooks`` (what learners get), both replaced on every set-up; what the class produced
-    (submissions, grades, feedback, the gradebook) is kept.
+    ``source/`` comes from ``solutions`` (hidden tests included), ``release/`` from
+    ``notebooks`` (what learners get: a practice or an assessed release) and ``quick_check_keys/``
+    from ``keys`` (the instructor's quick-check keys, default: the course's), all replaced on
+    every set-up; what the class produced (submissions, grades, feedback, the gradebook) is kept.
     """
+    from mhalib.quiz.keys import instructor_dir
+
+    keys = keys or instructor_dir()
     for name, folder in [("--solutions", solutions), ("--notebooks", notebooks)]:
         if not folder.is_dir():
             raise ValueError(f"{name}={str(folder)!r} is not a folder; run from the course's "
                              "top folder")
     home = home_of(instructor)
     course = home / COURSE_FOLDER
-    for part, origin in [("source", solutions), ("release", notebooks)]:
+    for part, origin in [("source", solutions), ("release", notebooks), (KEYS_FOLDER, keys)]:
         shutil.rmtree(course / part, ignore_errors=True)
         shutil.copytree(origin, course / part,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))

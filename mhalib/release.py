@@ -3,6 +3,11 @@
 nbgrader's generate_assignment does the work (clears solutions and hidden tests, locks cells,
 writes checksums); we run it in a scratch course so the instructor's gradebook is never touched,
 then normalise the JSON so that a regenerated release compares byte for byte with the committed.
+
+A release is in one quick-check mode (:data:`mhalib.quiz.keys.MODES`), recorded in each
+notebook's metadata (``mhalib.quick_checks``) and in ``quick_checks.json`` beside it: practice
+copies the lesson's keys there for instant feedback, assessed writes the mode alone. The
+committed notebooks/ is the practice release.
 """
 
 from __future__ import annotations
@@ -41,8 +46,11 @@ def run_budget_seconds(assignment: str) -> float:
     return course.lesson(assignment).run_budget_s
 
 
-def normalise(notebook_json: dict) -> str:
-    """Canonical text of a notebook: no outputs or execution counts, stable key order."""
+def normalise(notebook_json: dict, mode: str | None = None) -> str:
+    """Canonical text of a notebook: no outputs or execution counts, stable key order (and its
+    quick-check ``mode`` in the metadata, when given)."""
+    if mode is not None:
+        notebook_json.setdefault("metadata", {})["mhalib"] = {"quick_checks": mode}
     for cell in notebook_json.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
@@ -50,8 +58,14 @@ def normalise(notebook_json: dict) -> str:
     return json.dumps(notebook_json, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def generate(assignment: str, solutions_dir: Path = REPO / "solutions") -> dict[str, str]:
-    """Run nbgrader generate_assignment on one assignment; returns {notebook name: text}."""
+def generate(assignment: str, solutions_dir: Path = REPO / "solutions",
+             mode: str = "practice", keys_dir: Path | None = None) -> dict[str, str]:
+    """Run nbgrader generate_assignment on one assignment; returns {file name: text}: the
+    notebooks and ``quick_checks.json`` (quick-check ``mode``, keys from ``keys_dir``)."""
+    from mhalib.quiz.keys import MODES, RELEASE_FILE, release_data
+
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} must be one of {MODES}")
     source = solutions_dir / assignment
     if not source.is_dir():
         raise ValueError(f"assignment={assignment!r}: no folder {source}")
@@ -69,16 +83,21 @@ def generate(assignment: str, solutions_dir: Path = REPO / "solutions") -> dict[
             raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
                                f"{done.stdout}\n{done.stderr}")
         release = Path(scratch) / "release" / assignment
-        return {p.name: normalise(json.loads(p.read_text(encoding="utf-8")))
-                for p in sorted(release.glob("*.ipynb"))}
+        files = {p.name: normalise(json.loads(p.read_text(encoding="utf-8")), mode)
+                 for p in sorted(release.glob("*.ipynb"))}
+    data = release_data(assignment, mode, keys_dir)
+    files[RELEASE_FILE] = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return files
 
 
-def write_release(assignment: str, notebooks_dir: Path = REPO / "notebooks") -> list[Path]:
-    """Regenerate notebooks/<assignment>/ from solutions/<assignment>/."""
+def write_release(assignment: str, notebooks_dir: Path = REPO / "notebooks",
+                  mode: str = "practice", keys_dir: Path | None = None) -> list[Path]:
+    """Regenerate notebooks/<assignment>/ from solutions/<assignment>/ in quick-check ``mode``
+    (an assessed release into a folder that held a practice one removes its keys)."""
     target = notebooks_dir / assignment
     target.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in generate(assignment).items():
+    for name, text in generate(assignment, mode=mode, keys_dir=keys_dir).items():
         (target / name).write_text(text, encoding="utf-8")
         written.append(target / name)
     return written
@@ -86,16 +105,23 @@ def write_release(assignment: str, notebooks_dir: Path = REPO / "notebooks") -> 
 
 def drift(assignment: str, notebooks_dir: Path = REPO / "notebooks",
           solutions_dir: Path = REPO / "solutions") -> list[str]:
-    """Notebook names whose committed release differs from a fresh generation (empty: in sync)."""
+    """File names whose committed (practice) release differs from a fresh generation (empty:
+    in sync)."""
+    from mhalib.quiz.keys import RELEASE_FILE
+
     fresh = generate(assignment, solutions_dir)
     stale = [name for name, text in fresh.items()
              if not (notebooks_dir / assignment / name).is_file()
              or (notebooks_dir / assignment / name).read_text(encoding="utf-8") != text]
     committed = {p.name for p in (notebooks_dir / assignment).glob("*.ipynb")}
+    if (notebooks_dir / assignment / RELEASE_FILE).is_file():
+        committed.add(RELEASE_FILE)
     return sorted(set(stale) | (committed - set(fresh)))
 
 
 def strip_outputs(path: os.PathLike) -> None:
     """Rewrite a source notebook in canonical form (no outputs, no execution counts)."""
     path = Path(path)
+    if path.suffix != ".ipynb":
+        return
     path.write_text(normalise(json.loads(path.read_text(encoding="utf-8"))), encoding="utf-8")

@@ -70,7 +70,12 @@ def test_every_lesson_has_its_modules(lesson):
     assert set(checkers) == set(lesson.exercise_names)
     for name in lesson.exercise_names:
         assert checkers[name].assignment == lesson.assignment
-    assert importlib.import_module(lesson.quiz).QUESTIONS
+    questions = importlib.import_module(lesson.quiz).QUESTIONS
+    assert questions
+    from mhalib.quiz.keys import instructor_dir, instructor_keys
+
+    assert (instructor_dir() / lesson.quick_check_keys).is_file()
+    assert set(instructor_keys(lesson.assignment)) == set(questions)
     importlib.import_module(lesson.viz)
     for name, module in lesson.exercises.items():
         assert callable(getattr(importlib.import_module(module), name)), (module, name)

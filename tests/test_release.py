@@ -59,7 +59,11 @@ def test_generation_is_deterministic_and_drift_is_detected(solutions, generated,
     (notebooks / "01-single-head").mkdir(parents=True)
     (notebooks / "01-single-head" / "lesson.ipynb").write_text(first["lesson.ipynb"])
     (notebooks / "01-single-head" / "stray.ipynb").write_text("{}")
-    # drift() generates afresh: equal text means generation is deterministic
+    # drift() generates afresh: equal text means generation is deterministic; the release's
+    # quick-check file is part of it (missing here)
+    assert release.drift("01-single-head", notebooks, solutions) == ["quick_checks.json",
+                                                                     "stray.ipynb"]
+    (notebooks / "01-single-head" / "quick_checks.json").write_text(first["quick_checks.json"])
     assert release.drift("01-single-head", notebooks, solutions) == ["stray.ipynb"]
 
 

@@ -43,6 +43,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rubric", type=Path, metavar="FILE",
                         help="instructor's rubric (TOML): points for diagnosed mistakes, changing "
                              "the course's default rubric (see grading/README.md)")
+    parser.add_argument("--keys", type=Path, metavar="DIR",
+                        help="folder of the instructor's quick-check keys (default: "
+                             "MHALIB_QUICK_CHECK_KEYS, else grading/quick_checks)")
     parser.add_argument("--timeout", type=float, default=defaults.notebook_seconds,
                         help=f"seconds per notebook (default {defaults.notebook_seconds:g})")
     parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds,
@@ -117,10 +120,10 @@ def run(args) -> int:
         course=args.course, db_url=args.db_url, jobs=args.jobs, scheduler=args.scheduler,
         sandbox=args.sandbox, seed=args.seed, students=args.students, limits=limits,
         rubric=rubric, class_cache=args.class_cache, feedback=args.feedback,
-        progress=args.progress)
+        progress=args.progress, keys=args.keys)
     try:
         summary = grade_class(grading, echo=lambda text: print(text, file=sys.stderr))
-    except (ValueError, SandboxError) as error:
+    except (ValueError, SandboxError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     _report(summary, grading)

@@ -60,11 +60,26 @@ def answer_sources(model: NotebookModel) -> dict[str, str]:
             if is_answer_cell(c) and c.get("cell_type") == "code"}
 
 
+def quick_check_answers(model: NotebookModel) -> dict:
+    """question id -> the instructor's answer, for every quick check of the notebook."""
+    from mhalib.quiz.keys import instructor_keys
+
+    if not model.questions:
+        return {}
+    keys = instructor_keys(model.assignment)
+    return {qid: keys[qid]["answer"] for qid in model.questions}
+
+
 def submission(model: NotebookModel, answers: dict[str, str] | None = None,
-               after: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> dict:
-    """The release notebook with ``answers`` put into answer cells (by grade id), ``after``
-    sources inserted as new cells after the named cells, and cells in ``drop`` removed."""
-    notebook = copy.deepcopy(dict(model.release))
+               after: dict[str, str] | None = None, drop: tuple[str, ...] = (),
+               quick_checks: dict | None = None) -> dict:
+    """The release notebook with ``answers`` put into answer cells (by grade id), quick-check
+    answers recorded as the form records them (``quick_checks``: question id -> answer),
+    ``after`` sources inserted as new cells after the named cells, and cells in ``drop``
+    removed."""
+    from mhalib.quiz.record import with_answers
+
+    notebook = with_answers(dict(model.release), quick_checks or {})
     cells = []
     for cell in notebook["cells"]:
         grade_id = nbgrader_meta(cell).get("grade_id")
@@ -88,17 +103,21 @@ def to_bytes(notebook: dict) -> bytes:
 def demo_submissions(model: NotebookModel) -> dict[str, bytes]:
     """student id -> notebook bytes for the demo class."""
     right = answer_sources(model)
+    quick = quick_check_answers(model)
+    slips = {qid: "0" if isinstance(answer, str) else (answer + 1) % 2
+             for qid, answer in quick.items()}  # a wrong blank, a wrong option
     first = model.exercises[0]
     wrong = {**right, "softmax": SOFTMAX_NO_SHIFT, "attention": ATTENTION_NO_SCALE}
     hostile = {**right, "softmax": HOSTILE_PATCHES}
     return {
-        "ada-correct": to_bytes(submission(model, right)),
-        "bert-partly-wrong": to_bytes(submission(model, {**right, "softmax": SOFTMAX_NO_SHIFT})),
-        "cleo-wrong": to_bytes(submission(model, wrong)),
+        "ada-correct": to_bytes(submission(model, right, quick_checks=quick)),
+        "bert-partly-wrong": to_bytes(submission(model, {**right, "softmax": SOFTMAX_NO_SHIFT},
+                                                 quick_checks=quick)),
+        "cleo-wrong": to_bytes(submission(model, wrong, quick_checks=slips)),
         "dev-blank": to_bytes(submission(model)),
-        "eve-hostile": to_bytes(submission(model, hostile)),
-        "finn-broken": to_bytes(submission(model, right))[:700],
-        "gus-crashes": to_bytes(submission(model, right, after={
+        "eve-hostile": to_bytes(submission(model, hostile, quick_checks=quick)),
+        "finn-broken": to_bytes(submission(model, right, quick_checks=quick))[:700],
+        "gus-crashes": to_bytes(submission(model, right, quick_checks=quick, after={
             first: "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"})),
     }
 
@@ -124,8 +143,8 @@ def write_demo_zips(model: NotebookModel, out: Path) -> list[Path]:
     Path(out).mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(f"hana/{model.notebook}", to_bytes(submission(model,
-                                                                         answer_sources(model))))
+        archive.writestr(f"hana/{model.notebook}", to_bytes(submission(
+            model, answer_sources(model), quick_checks=quick_check_answers(model))))
         archive.writestr("hana/notes.txt", "my notes travel with the notebook\n")
     paths = [Path(out) / "hana_1001_2001.zip", Path(out) / "ivan_1002_2002.zip"]
     paths[0].write_bytes(buffer.getvalue())

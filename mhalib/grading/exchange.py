@@ -1,7 +1,7 @@
 """The exchange folder between the zygote and one notebook's process.
 
 Inputs (the submission's other files) go in before the fork; the notebook's process appends
-its step log and writes records and answers; the zygote reads them back afterwards without
+its step log and writes records; the zygote reads them back afterwards without
 trusting them: regular files only, links never followed, sizes capped.
 """
 
@@ -61,13 +61,13 @@ def read_capped(path: str, cap: int) -> tuple[str | None, bool]:
 
 
 def collect(task_dir: str, limits: dict) -> dict:
-    """Step log, records, answers and setup error of a finished notebook, as capped text."""
+    """Step log, records and setup error of a finished notebook, as capped text."""
     steps_cap = 3 * int(limits.get("output_bytes", 1_000_000)) + (1 << 20)
     steps, truncated = read_capped(os.path.join(task_dir, "steps.jsonl"), steps_cap)
     setup_error, _ = read_capped(os.path.join(task_dir, "setup_error.txt"), 2000)
-    out = {"steps": steps or "", "steps_truncated": truncated, "records": {}, "answers": {},
+    out = {"steps": steps or "", "steps_truncated": truncated, "records": {},
            "cache": {}, "setup_error": setup_error}
-    for kind in ("records", "answers", "cache"):  # cache: a class run's exported cells
+    for kind in ("records", "cache"):  # cache: a class run's exported cells
         folder = os.path.join(task_dir, kind)
         names = sorted(os.listdir(folder))[:64] if os.path.isdir(folder) else []
         for name in names:

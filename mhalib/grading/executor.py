@@ -3,9 +3,10 @@
 This replaces a Jupyter kernel for grading: an IPython shell created once in the warm zygote
 (before the fork, so each notebook starts from the same clean, pre-imported state) runs the
 cells, collects their outputs under a byte budget, and, where the grader's plan says so, records
-what the learner's functions return on grader-chosen inputs (``mhalib.checks.record_exercises``)
-and the quick-check answers. Everything goes to files in the exchange folder, written as soon as
-each step ends, so a notebook that crashes or hangs later keeps what it already produced.
+what the learner's functions return on grader-chosen inputs (``mhalib.checks.record_exercises``).
+Quick-check answers are read from the submitted file, outside the sandbox. Everything goes to
+files in the exchange folder, written as soon as each step ends, so a notebook that crashes or
+hangs later keeps what it already produced.
 
 Nothing here decides a score: records are judged in a clean process outside the sandbox.
 """
@@ -33,7 +34,6 @@ from mhalib.grading.limits import Limits
 _dumps = json.dumps  # bound now: a learner replacing json.dumps later does not reach us
 _write = os.write
 _monotonic = time.monotonic
-MAX_ANSWER_CHARS = 2000
 _ABSENT = object()
 # shell methods a notebook can replace on the instance to hide errors or skip cells
 _SHELL_METHODS = ("showtraceback", "_showtraceback", "run_cell", "run_ast_nodes", "run_code",
@@ -106,28 +106,6 @@ def run_cell(shell: GraderShell, source: str, budget: OutputBudget, seconds: flo
     if isinstance(error, CellTimeout):
         return "timeout"
     return "error" if error is not None else "ok"
-
-
-def record_answers(namespace: dict, questions: list[str], out_dir: str) -> None:
-    """Write each quick-check answer variable as JSON (strings, numbers, booleans only)."""
-    os.makedirs(out_dir, exist_ok=True)
-    for question in questions:
-        value = dict.get(namespace, question, _ABSENT)
-        if value is _ABSENT:
-            entry = {"question": question, "status": "missing"}
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            if isinstance(value, str):
-                value = str(value)[:MAX_ANSWER_CHARS]
-            elif isinstance(value, float):
-                value = float(value)
-            elif isinstance(value, int) and not isinstance(value, bool):
-                value = int(value)
-            entry = {"question": question, "status": "ok", "value": value}
-        else:
-            entry = {"question": question, "status": "unsupported",
-                     "type": type(value).__name__[:80]}
-        with open(os.path.join(out_dir, f"{question}.json"), "w", encoding="utf-8") as handle:
-            handle.write(_dumps(entry))
 
 
 def tampering(shell: GraderShell) -> list[str]:
@@ -225,9 +203,6 @@ def run_plan(shell: GraderShell, plan: dict, exchange_dir: str) -> None:
                 record_exercises(namespace, list(step["exercises"]), seed,
                                  os.path.join(exchange_dir, "records"),
                                  call_timeout=limits.call_seconds)
-            if step.get("questions"):
-                record_answers(namespace, list(step["questions"]),
-                               os.path.join(exchange_dir, "answers"))
         except BaseException as error:  # noqa: BLE001 - report, and keep grading later steps
             status = f"error: {type(error).__name__}: {str(error)[:300]}"
         try:
@@ -235,6 +210,6 @@ def run_plan(shell: GraderShell, plan: dict, exchange_dir: str) -> None:
         except BaseException as error:  # noqa: BLE001
             altered = [f"the kernel could not be inspected ({type(error).__name__})"]
         log.write({"step": number, "kind": "record", "exercises": step.get("exercises", []),
-                   "questions": step.get("questions", []), "status": status,
+                   "status": status,
                    "tampering": altered, "seconds": round(_monotonic() - started, 4)})
     log.write({"step": len(plan["steps"]), "kind": "done"})

@@ -18,7 +18,7 @@ MEANING = {
     "memory": "the notebook ran out of memory",
     "sandbox_error": "the grader's sandbox failed on this notebook",
     "grader_error": "the grader itself failed on this notebook",
-    "no_record": "an exercise was never reached, so it could not be graded",
+    "no_record": "an exercise was never reached, or a quick check has no recorded answer",
     "bad_record": "the grading record was malformed (possibly tampered with)",
     "integrity": "the kernel was altered (checker, numpy, torch or IPython patched)",
     "called_answer_key": "an exercise called mhalib's own answer",
@@ -42,7 +42,11 @@ MEANING = {
     "call_error": "the function raised an error on some inputs",
     "call_timeout": "a call of the function ran longer than the time allowed for one call",
     "output_too_large": "the function returned an output too large to record",
-    "invalid_answer": "the quick-check answer is not a string or a number",
+    "invalid_answer": "the quick-check answer could not be judged",
+    "no_key": "the instructor's keys have no (valid) key for this quick check",
+    "variant_of_other_student": "the quick-check answer was recorded under another student's "
+                                "id (a copied notebook?); it was judged on that student's "
+                                "numbers",
 }
 
 REVIEW = frozenset({
@@ -50,6 +54,7 @@ REVIEW = frozenset({
     "sandbox_error", "grader_error", "bad_record", "integrity", "called_answer_key",
     # a function that hangs or returns a huge output may be a budget set too tight
     "call_timeout", "output_too_large",
+    "no_key", "variant_of_other_student",
 })
 
 

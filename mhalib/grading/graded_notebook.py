@@ -2,7 +2,8 @@
 
 Test cells hold the release version (no hidden tests); the first test cell of each exercise or
 quick check gets one more output with the verdict, so an instructor reading the notebook sees the
-diagnosis where nbgrader would have shown a failing assert.
+diagnosis where nbgrader would have shown a failing assert. A quick check's cell shows the answer
+recorded in the submission (what was scored), not what its form printed in the grader's run.
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ def summary_cell(issues: list[Issue], verdicts: dict[str, ItemVerdict]) -> dict:
 
 def build_graded_notebook(model: NotebookModel, cells: list[dict], outputs: dict[int, list],
                           counts: dict[int, int], verdicts: dict[str, ItemVerdict],
-                          issues: list[Issue]) -> dict:
-    """nbformat-4 JSON of the graded notebook."""
+                          issues: list[Issue], answers: dict | None = None) -> dict:
+    """nbformat-4 JSON of the graded notebook (``answers``: the recorded quick-check answers)."""
+    from mhalib.quiz.record import bundle
+
     item_of = {g.grade_id: g.item for g in model.grade_cells if g.item}
+    questions = set(model.questions)
     annotated: set[str] = set()
     out_cells = [summary_cell(issues, verdicts)]
     for index, cell in enumerate(cells):
@@ -59,6 +63,10 @@ def build_graded_notebook(model: NotebookModel, cells: list[dict], outputs: dict
             new["outputs"] = list(outputs.get(index, []))
             new["execution_count"] = counts.get(index)
             item = item_of.get(nbgrader_meta(cell).get("grade_id"))
+            if cell.get("origin") == "release" and item in questions:
+                found = (answers or {}).get(item)
+                new["outputs"] = [{"output_type": "display_data", "metadata": {}, "data": bundle(
+                    item, found.answer if found else None, found.variant if found else None)}]
             if cell.get("origin") == "release" and item in verdicts and item not in annotated:
                 annotated.add(item)
                 new["outputs"].append(verdict_output(verdicts[item]))

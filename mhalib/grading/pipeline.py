@@ -42,6 +42,8 @@ class GradingRun:
     class_cache: bool = True  # run marked instructor cells once per class (class_run)
     feedback: bool = True
     progress: bool = True
+    keys: Path | None = None  # the instructor's quick-check keys folder (None: the course's)
+    loaded_keys: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -76,7 +78,8 @@ def make_tasks(submission: Submission, models: list[NotebookModel], run: Grading
         seed=unit_seed(run.seed, submission.student, model.notebook), limits=run.limits,
         rubric=run.rubric, sandbox=mode, submission=submission.notebooks.get(model.notebook),
         submission_error=submission.errors.get(model.notebook), files=dict(submission.files),
-        timestamp=submission.timestamp, class_cache=(caches or {}).get(model.notebook, {}))
+        timestamp=submission.timestamp, class_cache=(caches or {}).get(model.notebook, {}),
+        quick_check_keys=run.loaded_keys)
         for model in models]
 
 
@@ -114,6 +117,10 @@ def grade_class(run: GradingRun, echo=print) -> RunSummary:
 def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
     started = time.monotonic()
     models = load_assignment(run.assignment, run.source)
+    if any(model.questions for model in models):  # read on the instructor's side only
+        from mhalib.quiz.keys import instructor_keys
+
+        run.loaded_keys = instructor_keys(run.assignment, run.keys)
     by_name = {model.notebook: model for model in models}
     submissions = discover(run.submitted, run.assignment, list(by_name), run.limits, warn=echo)
     if run.students:

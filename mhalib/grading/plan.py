@@ -175,7 +175,7 @@ def build_plan(notebook: dict, model: NotebookModel) -> Plan:
     item_of = {g.grade_id: g.item for g in model.grade_cells if g.item}
     kind_of = {g.item: g.kind for g in model.grade_cells if g.item}
     steps: list[dict] = []
-    pending = [*model.exercises, *model.questions]
+    pending = list(model.exercises)  # quick checks are read from the submitted file
     cacheable = {source.strip(): cache_key(source) for source in model.class_cache}
     for index, cell in enumerate(cells):
         if cell["cell_type"] != "code":
@@ -197,8 +197,7 @@ def build_plan(notebook: dict, model: NotebookModel) -> Plan:
 
 def _record_step(items: list[str], kind_of: dict) -> dict:
     return {"kind": "record",
-            "exercises": [i for i in items if kind_of.get(i, "exercise") == "exercise"],
-            "questions": [i for i in items if kind_of.get(i) == "quick_check"]}
+            "exercises": [i for i in items if kind_of.get(i, "exercise") == "exercise"]}
 
 
 def sandbox_plan(plan: Plan, seed: int, limits: dict) -> dict:

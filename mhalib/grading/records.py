@@ -32,7 +32,8 @@ class GradingTask:
     = (flag, reason) saying why); ``files`` are the other files of the submission by relative
     path; ``model`` is the assignment notebook without its source (``for_worker``);
     ``sandbox`` is "bwrap", "none" or "auto" (decided by the worker); ``class_cache`` holds
-    the class run's exported cells (:mod:`mhalib.grading.class_run`).
+    the class run's exported cells (:mod:`mhalib.grading.class_run`); ``quick_check_keys`` the
+    instructor's quick-check keys of the assignment (:mod:`mhalib.quiz.keys`).
     """
 
     student: str
@@ -47,6 +48,7 @@ class GradingTask:
     files: dict[str, bytes] = field(default_factory=dict)
     timestamp: str | None = None
     class_cache: dict[str, bytes] = field(default_factory=dict)  # from the class run
+    quick_check_keys: dict = field(default_factory=dict)  # the instructor's keys (data)
 
     @property
     def notebook(self) -> str:

@@ -3,8 +3,9 @@
 Runs in the grader's own process (never in the sandbox). Every exercise's record is judged by
 ``mhalib.checks.judge_record``, which re-generates the inputs from the seed and compares with
 the answer key; its verdict earns points under the rubric (:mod:`mhalib.grading.credit`).
-Quick-check answers are judged by ``mhalib.quiz``. A missing, unreadable or hostile record
-gives 0 for that exercise with the reason, never an exception.
+Quick checks are judged from the answers recorded in the submitted notebook, with the
+instructor's keys (:mod:`mhalib.grading.quick_checks`). A missing, unreadable or hostile record
+gives 0 for that item with the reason, never an exception.
 """
 
 from __future__ import annotations
@@ -64,43 +65,18 @@ def judge_exercise(name: str, text: str | None, present: bool, seed: int,
     return item, credit
 
 
-def judge_question(question: str, text: str | None, present: bool,
-                   not_reached: str | None) -> ItemVerdict:
-    """Verdict of a quick check from the recorded answer variable."""
-    from mhalib.quiz import get_question
-
-    def failure(diagnosis: str, *flags: str) -> ItemVerdict:
-        return ItemVerdict.failure("quick_check", question, diagnosis, *flags)
-
-    if not present:
-        reason = not_reached or "no answer was recorded"
-        return failure(f"{question}: not graded: {reason}.", "no_record")
-    entry = _parse(text)
-    if entry is None or entry.get("question") != question:
-        return failure(f"{question}: the answer record is unreadable.", "bad_record")
-    if entry.get("status") == "missing":
-        return failure(f"{question}: no variable named {question} was defined.", "missing")
-    if entry.get("status") != "ok":
-        kind = str(entry.get("type", "?"))[:80]
-        return failure(f"{question}: the answer must be a string or a number, not {kind}.",
-                       "invalid_answer")
-    try:
-        feedback = get_question(question).judge(entry.get("value"))
-    except Exception as error:
-        return failure(f"{question}: the answer could not be judged ({type(error).__name__}).",
-                       "invalid_answer")
-    return ItemVerdict("quick_check", question, bool(feedback.correct),
-                       1.0 if feedback.correct else 0.0, f"{question}: {feedback.message}")
-
-
 def score_notebook(model: NotebookModel, records: dict, answers: dict, seed: int,
-                   not_reached: dict[str, str], rubric: Rubric) -> dict[str, ItemVerdict]:
+                   not_reached: dict[str, str], rubric: Rubric, student: str | None = None,
+                   keys: dict | None = None) -> dict[str, ItemVerdict]:
     """Verdicts of every exercise and quick check, with points, max points and credit notes.
 
-    ``records``/``answers`` map item -> record text (None: present but too large);
-    ``not_reached`` maps items whose recording step never ran -> the reason. Points are exact
-    (rounding is for display only).
+    ``records`` maps exercise -> record text (None: present but too large); ``answers`` maps
+    quick check -> :class:`~mhalib.quiz.record.Recorded` read from the submission;
+    ``not_reached`` maps exercises whose recording step never ran -> the reason. Points are
+    exact (rounding is for display only).
     """
+    from mhalib.grading.quick_checks import judge_recorded
+
     verdicts: dict[str, ItemVerdict] = {}
     for name in model.exercises:
         verdict, credit = judge_exercise(name, records.get(name), name in records, seed,
@@ -109,8 +85,8 @@ def score_notebook(model: NotebookModel, records: dict, answers: dict, seed: int
         verdict.credit = credit.note(verdict.max_points)
         verdicts[name] = verdict
     for question in model.questions:
-        verdicts[question] = judge_question(question, answers.get(question),
-                                            question in answers, not_reached.get(question))
+        verdicts[question] = judge_recorded(question, answers.get(question), student,
+                                            keys or {})
         verdicts[question].max_points = model.points_of(question)
     for verdict in verdicts.values():
         verdict.points = verdict.share * verdict.max_points

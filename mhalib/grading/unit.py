@@ -1,10 +1,11 @@
 """The unit of work: one student's notebook in (:class:`GradingTask`), one
 :class:`GradingResult` out.
 
-``grade_unit(task)`` reads the submission, builds the plan, runs it in this process's warm
-sandbox, judges the records in this (clean) process and assembles the result: verdicts, points
-per grade cell, issues, and the graded notebook. It never raises for anything a submission
-does; the same function runs in local worker processes and on Dask workers.
+``grade_unit(task)`` reads the submission (and the quick-check answers recorded in it), builds
+the plan, runs it in this process's warm sandbox, judges the records in this (clean) process
+and assembles the result: verdicts, points per grade cell, issues, and the graded notebook. It
+never raises for anything a submission does; the same function runs in local worker processes
+and on Dask workers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mhalib.grading.plan import (
 from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
 from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
 from mhalib.grading.scorer import grade_cell_scores, score_notebook
+from mhalib.quiz.record import recorded_answers
 
 _SANDBOXES: dict[str, Sandbox] = {}
 _RESOLVED: dict[str, str] = {}
@@ -69,26 +71,27 @@ def _unreadable_plan(reason: str, flag: str, model: NotebookModel) -> Plan:
     return Plan(cells=cells, issues=[Issue(flag, reason)], runnable=False)
 
 
-def _plan_for(task: GradingTask) -> Plan:
+def _plan_for(task: GradingTask) -> tuple[Plan, dict]:
+    """The plan, and the submitted notebook's JSON ({} when unreadable)."""
     model = task.model
     if task.submission is None:
         flag, reason = task.submission_error or (
             "missing_notebook", f"no {model.notebook} was submitted")
-        return _unreadable_plan(reason + ".", flag, model)
+        return _unreadable_plan(reason + ".", flag, model), {}
     limit = task.limits.notebook_bytes
     if len(task.submission) > limit:
         return _unreadable_plan(f"the notebook is {len(task.submission):,} bytes, more than "
-                                f"the {limit:,} accepted.", "too_large", model)
+                                f"the {limit:,} accepted.", "too_large", model), {}
     try:
         notebook = parse_notebook(task.submission)
     except NotebookUnreadable as error:
         return _unreadable_plan(f"the notebook could not be read: {error}.",
-                                "invalid_notebook", model)
+                                "invalid_notebook", model), {}
     plan = build_plan(notebook, model)
     for step in plan.steps:  # replay only what the class run left (none: run the cell)
         if step.get("class_cache") and f"{step['class_cache']}.json" not in task.class_cache:
             del step["class_cache"]
-    return plan
+    return plan, notebook
 
 
 def _run(task: GradingTask, plan: Plan) -> dict:
@@ -108,7 +111,7 @@ def _run(task: GradingTask, plan: Plan) -> dict:
 
 def _not_reached(model: NotebookModel, outcome: Outcome, plan: Plan) -> dict[str, str]:
     reasons = {}
-    for item in [*model.exercises, *model.questions]:
+    for item in model.exercises:
         if item in outcome.record_errors:
             reasons[item] = f"recording its results failed ({outcome.record_errors[item]})"
         elif item not in outcome.reached:
@@ -135,7 +138,7 @@ def grade_unit(task: GradingTask) -> GradingResult:
     started = time.monotonic()
     task = dataclasses.replace(task, sandbox=resolve_mode(task.sandbox))
     model = task.model
-    plan = _plan_for(task)
+    plan, submitted = _plan_for(task)
     reply: dict = {}
     if plan.runnable:
         reply = _run(task, plan)
@@ -143,9 +146,10 @@ def grade_unit(task: GradingTask) -> GradingResult:
     else:
         outcome = Outcome()
     records = {k: v for k, v in (reply.get("records") or {}).items() if k in model.exercises}
-    answers = {k: v for k, v in (reply.get("answers") or {}).items() if k in model.questions}
+    answers = recorded_answers(submitted, model.questions)  # read here, never in the sandbox
     verdicts = score_notebook(model, records, answers, task.seed,
-                              _not_reached(model, outcome, plan), task.rubric)
+                              _not_reached(model, outcome, plan), task.rubric, task.student,
+                              task.quick_check_keys)
     _explain_missing(verdicts, plan, outcome)
     issues = [*plan.issues, *outcome.issues]
     if task.sandbox == "none":
@@ -158,7 +162,7 @@ def grade_unit(task: GradingTask) -> GradingResult:
         grade_cells=grade_cell_scores(model, verdicts), run=RunStats.from_reply(reply),
         seconds=round(time.monotonic() - started, 4),
         graded_notebook=build_graded_notebook(model, plan.cells, outcome.outputs,
-                                              outcome.counts, verdicts, issues))
+                                              outcome.counts, verdicts, issues, answers))
 
 
 def grade_student(tasks: list[GradingTask]) -> list[GradingResult]:
@@ -177,8 +181,12 @@ def grader_error_result(task: GradingTask, error: BaseException) -> GradingResul
     model = task.model
     message = f"the grader failed on this notebook ({type(error).__name__}: {error})"[:500]
     verdicts = score_notebook(model, {}, {}, task.seed,
-                              {i: message for i in [*model.exercises, *model.questions]},
-                              task.rubric)
+                              {i: message for i in model.exercises}, task.rubric)
+    for question in model.questions:
+        verdicts[question] = ItemVerdict.failure("quick_check", question,
+                                                 f"{question}: not graded: {message}.",
+                                                 "grader_error")
+        verdicts[question].max_points = model.points_of(question)
     return GradingResult(
         student=task.student, assignment=task.assignment, notebook=model.notebook,
         seed=task.seed, timestamp=task.timestamp, sandbox=task.sandbox,

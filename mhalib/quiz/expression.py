@@ -22,7 +22,8 @@ MAX_LENGTH = 200
 ALLOWED_ATTRIBUTES = frozenset({
     "sqrt", "shape", "size", "ndim", "log", "log2", "log10", "exp", "pi", "e", "prod", "sum",
     "mean", "var", "std", "T", "power", "square", "abs", "max", "min", "floor", "ceil", "float64",
-    "float32", "int64", "inf", "isqrt", "pow", "dtype", "itemsize",
+    "float32", "int64", "inf", "isqrt", "pow", "dtype", "itemsize", "maximum", "minimum",
+    "log1p", "expm1", "logaddexp", "round",
 })
 
 
@@ -79,7 +80,10 @@ def evaluate(text: str, names: dict):
     try:
         with np.errstate(all="ignore"):
             code = compile(ast.fix_missing_locations(tree), "<answer>", "eval")
-            return eval(code, {"__builtins__": {}}, {**scope, "__pow": _float_power})  # noqa: S307
+            # numpy's methods may import lazily from the caller's builtins; names starting with
+            # "_" are refused above, so an answer cannot reach __import__ itself
+            return eval(code, {"__builtins__": {"__import__": __import__}},  # noqa: S307
+                        {**scope, "__pow": _float_power})
     except Exception as error:
         raise ExpressionError(f"evaluating the answer failed: {type(error).__name__}: {error}"
                               ) from None

@@ -1,62 +1,84 @@
-"""Quick checks of lesson 01 (single-head attention)."""
+"""Quick checks of lesson 01 (single-head attention): what the learner sees, no answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson01.py``.
+"""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from mhalib.quiz.question import FillIn, MultipleChoice
 
-_rng = np.random.default_rng(7)
+
+def _logits(rng: np.random.Generator) -> list[dict]:
+    rows = [rng.normal(size=shape) * scale
+            for shape, scale in (((3, 5), 3.0), ((4, 4), 3.0), ((1, 6), 3.0), ((2, 7), 1000.0))]
+    return [{"x": x, "m": x.max(axis=-1, keepdims=True)} for x in rows]
 
 
-def _scenario(d_k: int, n: int = 3) -> dict:
-    return {"d_k": d_k, "q": _rng.normal(size=(n, d_k)), "k": _rng.normal(size=(n + 2, d_k))}
+def _widths(rng: np.random.Generator) -> list[dict]:
+    return [{"d_k": d, "q": rng.normal(size=(3, d)), "k": rng.normal(size=(5, d))}
+            for d in (16, 64, 3)]
 
 
-def _logits(rows: int, cols: int) -> dict:
-    return {"x": _rng.normal(size=(rows, cols)) * 3}
+def _weights_memory(rng: np.random.Generator) -> dict:
+    dtype, size = [("float32", 4), ("bfloat16", 2), ("float16", 2)][rng.integers(3)]
+    return {"tokens": int(rng.choice([2048, 4096, 8192, 16384, 32768])), "dtype": dtype,
+            "bytes_per_value": size}
 
 
 QUESTIONS = {
+    "qc_log_softmax": FillIn(
+        id="qc_log_softmax",
+        prompt="Losses often need log softmax(x) rather than softmax(x). x holds one row of "
+               "logits per query and m = x.max(axis=-1, keepdims=True) is each row's maximum. "
+               "Fill in the blank so that log_p is the log softmax along the last axis, with no "
+               "overflow even for logits in the thousands.",
+        template="log_p = x - m - ____",
+        names={"x": "the (rows, N_k) logits", "m": "each row's maximum, shape (rows, 1)"},
+        scenarios=_logits,
+        transfer=True,
+    ),
     "qc_scale_divisor": FillIn(
         id="qc_scale_divisor",
-        prompt="Fill in the divisor that keeps the scores at unit variance.",
+        prompt="Fill in the divisor that keeps the scores at unit variance when the entries of "
+               "q and k are independent with mean 0 and variance 1.",
         template="scores = q @ k.T / ____",
-        scenarios=[_scenario(16), _scenario(64), _scenario(3)],
-        expected=lambda s: math.sqrt(s["d_k"]),
-        explanation="Each score sums d_k products of unit-variance terms, so its variance is "
-                    "d_k; dividing by sqrt(d_k) brings it back to 1.",
-        hint="The variance of q . k grows like d_k; what brings its standard deviation to 1?",
-        examples=["np.sqrt(d_k)", "d_k ** 0.5", "math.sqrt(q.shape[-1])", "sqrt(k.shape[1])"],
+        names={"d_k": "the width of each query and key", "q": "the (N_q, d_k) queries",
+               "k": "the (N_k, d_k) keys"},
+        scenarios=_widths,
     ),
     "qc_weights_shape": MultipleChoice(
         id="qc_weights_shape",
-        prompt="q has shape (N_q, d_k) and k has shape (N_k, d_k). Along which axis of the "
-               "(N_q, N_k) score matrix does the softmax run?",
-        options=["Along the keys (last axis): each query's weights sum to 1",
-                 "Along the queries (first axis): each key's weights sum to 1",
-                 "Over the whole matrix: all weights together sum to 1",
-                 "Along d_k, before the product"],
-        key="a4b79debb69b866227c1",
-        explanation="Every query spreads one unit of attention over the keys, so rows sum to 1.",
-        why_wrong={1: "That would make each key distribute attention over the queries.",
-                   2: "Then a long sequence would leave each query almost no weight.",
-                   3: "The softmax acts on scores, after the dot product removed d_k."},
+        prompt="A library stores the scores transposed: s = k @ q.T, of shape (N_k, N_q), one "
+               "row per key and one column per query. Along which axis must its softmax run?",
+        options=("axis=0, so that each column sums to 1",
+                 "axis=-1, so that each row sums to 1",
+                 "Over the whole (N_k, N_q) array at once",
+                 "Either axis: the product with v comes out the same"),
+        transfer=True,
     ),
-    "qc_softmax_shift": FillIn(
-        id="qc_softmax_shift",
-        prompt="x holds one row of logits per query. Fill in what to subtract so that the "
-               "largest exponent in every row is exactly 0.",
-        template="e = np.exp(x - ____)  # then e / e.sum(axis=-1, keepdims=True)",
-        scenarios=[_logits(3, 5), _logits(4, 4), _logits(1, 6)],
-        expected=lambda s: s["x"].max(axis=-1, keepdims=True),
-        explanation="Softmax does not change when a row is shifted by a constant, and shifting "
-                    "by the row's own maximum makes its largest exponent exp(0) = 1: no "
-                    "overflow, and at least one term of each sum is 1, so no 0 / 0 either.",
-        hint="Use each row's own maximum, shaped (rows, 1) so that it broadcasts.",
-        examples=["np.max(x, axis=-1, keepdims=True)", "x.max(axis=1, keepdims=True)",
-                  "x.max(-1, keepdims=True)"],
+    "qc_weights_memory": FillIn(
+        id="qc_weights_memory",
+        prompt="One head materialises its full (N, N) weight matrix for N = {tokens} tokens, "
+               "stored in {dtype} ({bytes_per_value} bytes per value). How many MiB does that "
+               "one matrix take (1 MiB = 2**20 bytes)?",
+        template="mib = ____",
+        names={"tokens": "N", "bytes_per_value": "bytes per stored value"},
+        variant=_weights_memory,
+        rtol=0.01,
+        transfer=True,
+    ),
+    "qc_shared_scale": FillIn(
+        id="qc_shared_scale",
+        prompt="Some code (the attention of OpenAI's guided-diffusion models, for one) does not "
+               "divide the scores: it multiplies q and k by the same factor c before the "
+               "product, which keeps float16 values smaller. Fill in c so that the scores equal "
+               "q @ k.T / sqrt(d_k).",
+        template="c = ____  # scores = (q * c) @ (k * c).T",
+        names={"d_k": "the width of each query and key", "q": "the (N_q, d_k) queries",
+               "k": "the (N_k, d_k) keys"},
+        scenarios=_widths,
+        transfer=True,
     ),
 }

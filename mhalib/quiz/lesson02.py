@@ -1,62 +1,79 @@
-"""Quick checks of lesson 02 (multi-head attention)."""
+"""Quick checks of lesson 02 (multi-head attention): what the learner sees, no answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson02.py``.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
+from mhalib.accounting.models import MODELS
 from mhalib.quiz.question import FillIn, MultipleChoice
 
+# published configs whose heads split d_model exactly (H * d_head == d_model), MLA left out
+_SPLIT_MODELS = tuple(name for name, m in MODELS.items()
+                      if not m.is_mla and m.num_heads * m.head_dim == m.d_model)
 
-def _model(d_model: int, num_heads: int) -> dict:
-    return {"d_model": d_model, "num_heads": num_heads}
+
+def _model_heads(rng: np.random.Generator) -> dict:
+    model = MODELS[_SPLIT_MODELS[rng.integers(len(_SPLIT_MODELS))]]
+    return {"model": model.name, "d_model": model.d_model, "num_heads": model.num_heads,
+            "head_dim": model.head_dim}
+
+
+def _wide_heads(rng: np.random.Generator) -> dict:
+    while True:
+        d_model = int(rng.choice([2048, 4096, 5120]))
+        num_heads = int(rng.choice([8, 16, 24, 32]))
+        head_dim = int(rng.choice([128, 256]))
+        if num_heads * head_dim != d_model:
+            return {"d_model": d_model, "num_heads": num_heads, "head_dim": head_dim}
 
 
 QUESTIONS = {
-    "qc_head_dim": FillIn(
-        id="qc_head_dim",
-        prompt="Each head gets an equal share of the model width. Fill in the width of one head.",
-        template="d_head = ____",
-        scenarios=[_model(768, 12), _model(12288, 96), _model(512, 8), _model(4096, 32)],
-        expected=lambda s: s["d_model"] / s["num_heads"],
-        explanation="The heads split d_model between them: H * d_head == d_model, so GPT-2 "
-                    "small (768 wide, 12 heads) has heads of 64 and GPT-3 (12288, 96 heads) "
-                    "heads of 128.",
-        hint="H heads side by side must add up to d_model.",
-        examples=["d_model // num_heads", "d_model / num_heads"],
+    "qc_seq_first_split": MultipleChoice(
+        id="qc_seq_first_split",
+        prompt="PyTorch's nn.MultiheadAttention takes its input sequence-first by default: x "
+               "has shape (N, B, d_model). In numpy, after y = x.reshape(N, B, H, d_head), "
+               "which call gives the (B, H, N, d_head) layout of split_heads?",
+        options=("y.transpose(1, 2, 0, 3)", "y.transpose(0, 2, 1, 3)",
+                 "y.transpose(1, 0, 2, 3)", "x.reshape(B, H, N, d_head)"),
+        transfer=True,
     ),
-    "qc_gpt3_heads": MultipleChoice(
-        id="qc_gpt3_heads",
-        prompt="GPT-3 175B has d_model = 12288 and 96 heads of width 128. Someone doubles the "
-               "heads to 192 and keeps d_model fixed. What changes in an attention layer?",
-        options=["Its parameter count doubles: twice as many heads, twice the weights",
-                 "Its FLOPs double: every head computes its own N x N scores",
-                 "Each head is 64 wide instead of 128; the parameters (4 d_model^2) and the "
-                 "matrix-product FLOPs stay the same",
-                 "It can attend over twice as many tokens"],
-        key="2c41725d4e0cfb2e3ccc",
-        explanation="W_Q, W_K, W_V and W_O stay d_model x d_model whatever H is; the heads are "
-                    "only a reshape of their outputs. Twice the heads means half the width per "
-                    "head: 192 * 64 = 96 * 128 = 12288, so the matrix-product FLOPs of the "
-                    "scores, 2 N^2 d_model, do not change either. What does grow: there are "
-                    "192 N x N score matrices instead of 96, so the softmax work and the memory "
-                    "of stored scores (B, H, N, N) double.",
-        why_wrong={0: "The four projections are d_model x d_model for any H: 4 * 12288^2.",
-                   1: "Each score costs d_head multiply-adds, and d_head halves as H doubles: "
-                      "the product FLOPs stay put (only the per-score softmax work doubles, "
-                      "a small part of the total).",
-                   3: "The number of tokens is set by the sequence, not by the heads."},
+    "qc_ablate_head": MultipleChoice(
+        id="qc_ablate_head",
+        prompt="A trained layer (no biases) keeps its heads in contiguous blocks of d_head "
+               "features, as in this course. Which edit switches off head 3 (counting from 0) "
+               "alone, so that it adds nothing to the output and the other heads are "
+               "unchanged?",
+        options=("Zero rows 3·d_head to 4·d_head − 1 of W_O",
+                 "Zero columns 3·d_head to 4·d_head − 1 of W_O",
+                 "Zero columns 3·d_head to 4·d_head − 1 of W_Q",
+                 "Zero rows 3, 3 + H, 3 + 2H, … of W_O"),
+        transfer=True,
     ),
-    "qc_split_transpose": MultipleChoice(
-        id="qc_split_transpose",
-        prompt="y = x.reshape(B, N, H, d_head). Which call turns y into the (B, H, N, d_head) "
-               "layout of split_heads?",
-        options=["y.transpose(0, 1, 3, 2)", "y.transpose(0, 2, 1, 3)", "y.transpose(2, 0, 1, 3)",
-                 "None: reshape x straight to (B, H, N, d_head) instead"],
-        key="042470bef32ea497e977",
-        explanation="Axis 2 (the heads) moves next to the batch axis and the tokens follow: "
-                    "(0, 2, 1, 3). Each head then sees every token, with its own d_head "
-                    "features.",
-        why_wrong={0: "That swaps the heads with d_head: (B, N, d_head, H).",
-                   2: "That puts the heads in front of the batch: (H, B, N, d_head).",
-                   3: "A plain reshape reads the (N, d_model) block in memory order and mixes "
-                      "tokens into heads."},
+    "qc_head_scale": FillIn(
+        id="qc_head_scale",
+        prompt="{model} has d_model = {d_model} and {num_heads} heads of width {head_dim}. A "
+               "layer divides every head's scores by sqrt(d_model) instead of sqrt(d_head). "
+               "With independent unit-variance entries in q and k, what is the standard "
+               "deviation of those scores (it should be 1)?",
+        template="std = ____",
+        names={"d_model": "the model width", "num_heads": "H",
+               "head_dim": "d_head, the width of one head"},
+        variant=_model_heads,
+        rtol=0.01,
+        transfer=True,
+    ),
+    "qc_attention_weights": FillIn(
+        id="qc_attention_weights",
+        prompt="A layer of width d_model = {d_model} runs {num_heads} heads of width "
+               "{head_dim} (H · d_head need not equal d_model, as in Gemma 7B). How many "
+               "weights do W_Q, W_K, W_V and W_O hold together (no biases)?",
+        template="weights = ____",
+        names={"d_model": "the model width", "num_heads": "H",
+               "head_dim": "d_head, the width of one head"},
+        variant=_wide_heads,
+        transfer=True,
     ),
 }

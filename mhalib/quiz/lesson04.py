@@ -1,58 +1,77 @@
-"""Quick checks of lesson 04 (masks)."""
+"""Quick checks of lesson 04 (masks): what the learner sees, no answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson04.py``.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.quiz.question import FillIn, MultipleChoice
 
+
+def _windows(rng: np.random.Generator) -> list[dict]:
+    """Caches of different sizes (n_q new queries over n_k keys) and window widths."""
+    cases = [(1, 9, 3), (3, 8, 4), (5, 5, 2), (4, 20, 6)]
+    for _ in range(4):
+        n_q = int(rng.integers(1, 40))
+        cases.append((n_q, n_q + int(rng.integers(0, 200)), int(rng.integers(1, 64))))
+    return [{"n_q": n_q, "n_k": n_k, "w": w} for n_q, n_k, w in cases]
+
+
+def _chunk(rng: np.random.Generator) -> dict:
+    n_k = int(rng.choice([2048, 4096, 8192, 16384]))
+    n_q = int(rng.choice([128, 256, 512, 1024]))
+    return {"n_q": n_q, "n_k": n_k, "cached": n_k - n_q}
+
+
 QUESTIONS = {
-    "qc_cache_offset": FillIn(
-        id="qc_cache_offset",
-        prompt="Decoding with a KV cache: n_q new queries are the last n_q of n_k positions. "
-               "Fill in the offset so that query i may attend exactly the keys up to its own "
-               "position.",
-        template="allowed = j <= i + ____",
-        scenarios=[{"n_q": 1, "n_k": 9}, {"n_q": 3, "n_k": 8}, {"n_q": 5, "n_k": 5},
-                   {"n_q": 2, "n_k": 4}],
-        expected=lambda s: s["n_k"] - s["n_q"],
-        explanation="Query i sits at absolute position i + n_k - n_q, so it may attend keys "
-                    "j <= i + n_k - n_q. When n_q == n_k the offset is 0 and the mask is the "
-                    "plain lower triangle.",
-        hint="Where does query 0 sit when only the last n_q positions are queries?",
-        examples=["n_k - n_q", "-(n_q - n_k)"],
+    "qc_chunk_pairs": FillIn(
+        id="qc_chunk_pairs",
+        prompt="Chunked prefill: a long prompt goes through the model {n_q} tokens at a time. "
+               "The chunk in hand holds the last n_q = {n_q} of n_k = {n_k} positions; the "
+               "keys and values of the {cached} earlier positions are already in the cache. "
+               "With this lesson's causal mask (bottom-right), how many (query, key) pairs may "
+               "attend?",
+        template="allowed_pairs = ____",
+        names={"n_q": "the new queries of the chunk", "n_k": "all the keys, cached and new"},
+        variant=_chunk,
+        transfer=True,
     ),
-    "qc_mask_fill": MultipleChoice(
-        id="qc_mask_fill",
-        prompt="Before the softmax, what should a masked score be replaced with?",
-        options=["0, so the key contributes nothing",
-                 "-inf, so that exp(score) is exactly 0 and the other weights still sum to 1",
-                 "The smallest score in the row",
-                 "It should be left alone; multiply the weights by the mask afterwards"],
-        key="dd0b3c7f5d67ca3862b9",
-        explanation="exp(-inf) = 0, so a masked key gets no weight and the softmax normalises "
-                    "over the allowed keys only. (Rows with no allowed key need a guard: their "
-                    "softmax would be 0 / 0.)",
-        why_wrong={0: "exp(0) = 1: a score of 0 still gives the masked key a weight.",
-                   2: "The smallest score still has a positive exponential, so masked keys keep "
-                      "some weight.",
-                   3: "Then the allowed weights no longer sum to 1; you would have to "
-                      "renormalise, and large masked scores can still underflow the rest."},
+    "qc_query_mask_shape": MultipleChoice(
+        id="qc_query_mask_shape",
+        prompt="Scores have shape (B, H, n, n). Besides the padded keys, you now want to mask "
+               "the padded *queries* of each sequence: whole rows, the same for every head "
+               "and every key (masked_attention then gives those rows zeros). A boolean (B, n) "
+               "array says which positions are real. What shape should that query mask take?",
+        options=("(B, 1, n, 1)",
+                 "(B, 1, 1, n)",
+                 "(B, n, 1)",
+                 "(B, n): broadcasting adds the missing axes"),
+        transfer=True,
     ),
-    "qc_padding_shape": MultipleChoice(
-        id="qc_padding_shape",
-        prompt="Scores have shape (B, H, N_q, N_k). Why does padding_mask return (B, 1, 1, n) "
-               "rather than (B, n)?",
-        options=["To save memory",
-                 "Because every head needs its own padding",
-                 "So that it broadcasts: the same keys are padding for every head and every "
-                 "query of a sequence",
-                 "Because masks must always have four dimensions"],
-        key="e1bf681e83c6d2d8e1be",
-        explanation="Broadcasting aligns shapes from the right: (B, 1, 1, n) lines up n with N_k "
-                    "and B with the batch, and repeats over heads and queries. A (B, n) mask "
-                    "would be aligned with (N_q, N_k) instead, which is wrong (or fails).",
-        why_wrong={0: "(B, n) and (B, 1, 1, n) hold the same number of values.",
-                   1: "Padding is a property of the sequence, the same for all heads.",
-                   3: "A causal mask of shape (N_q, N_k) broadcasts just as well; it is about "
-                      "lining up the axes."},
+    "qc_renormalise": MultipleChoice(
+        id="qc_renormalise",
+        prompt="Instead of filling forbidden scores with -inf, a colleague takes the softmax "
+               "over all keys, multiplies the weights by the mask, then divides each row by "
+               "its new sum. In exact arithmetic, for a row with at least one allowed key, how "
+               "do the weights compare with masking the scores?",
+        options=("The same weights as masking the scores",
+                 "Different: the masked keys still shift the rest",
+                 "Each row sums to less than 1",
+                 "The same only if masked scores are the lowest"),
+        transfer=True,
+    ),
+    "qc_window_offset": FillIn(
+        id="qc_window_offset",
+        prompt="A sliding window of w keys: each position may attend itself and the w - 1 "
+               "positions before it, and nothing later. Decoding against a cache, the n_q "
+               "queries are the last n_q of n_k positions, as in section 1. Fill in the offset "
+               "of the window's lower edge (i indexes the queries, j the keys).",
+        template="allowed = (j <= i + n_k - n_q) & (j > i + ____)",
+        names={"n_q": "the new queries", "n_k": "all the keys, cached and new",
+               "w": "the window width, the query's own position included"},
+        scenarios=_windows,
+        transfer=True,
     ),
 }

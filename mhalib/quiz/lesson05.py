@@ -1,64 +1,104 @@
-"""Quick checks of lesson 05 (FLOPs, the N^2 crossover and MFU)."""
+"""Quick checks of lesson 05 (FLOPs, the N^2 crossover and MFU): what the learner sees, no
+answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson05.py``.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.quiz.question import FillIn
 
+# widths and published parameter counts from mhalib.accounting.models
+_WIDTHS = [("GPT-2 small", 768), ("Qwen2 7B", 3584), ("Llama-3.1 8B", 4096),
+           ("Llama-3.1 70B", 8192)]
+_TRAINED = [("Llama-3.1 8B", 8_030_261_248, 8), ("Mistral 7B", 7_241_732_096, 8),
+            ("Qwen2 7B", 7_615_616_512, 16), ("Llama-3.1 70B", 70_553_706_496, 64)]
+# dense BF16 Tensor Core peaks from NVIDIA's datasheets (half the figures "with sparsity")
+_CHIPS = [("H100 SXM", 989), ("A100 SXM", 312)]
 
-def _product(m: int, k: int, n: int) -> dict:
-    return {"m": m, "k": k, "n": n}
+
+def _widths(rng: np.random.Generator) -> list[dict]:
+    return [{"d_model": d} for d in (768, 4096, 12288, 3, int(rng.integers(10, 5000)))]
 
 
-def _layer(seq_len: int, d_model: int) -> dict:
-    return {"seq_len": seq_len, "d_model": d_model}
+def _decode_steps(rng: np.random.Generator) -> list[dict]:
+    cases = [(1, 64), (4096, 4096), (100, 768), (7, 3)]
+    cases += [(int(rng.integers(1, 10000)), int(rng.integers(8, 2000))) for _ in range(3)]
+    return [{"n": n, "d_model": d} for n, d in cases]
 
 
-def _run(tokens_per_second: float, flops_per_token: float, peak_flops: float) -> dict:
-    return {"tokens_per_second": tokens_per_second, "flops_per_token": flops_per_token,
-            "peak_flops": peak_flops}
+def _skipping(rng: np.random.Generator) -> dict:
+    model, d_model = _WIDTHS[rng.integers(len(_WIDTHS))]
+    return {"model": model, "d_model": d_model, "seq_len": int(rng.choice([4096, 8192, 16384])),
+            "block": int(rng.choice([64, 128, 256]))}
+
+
+def _training_run(rng: np.random.Generator) -> dict:
+    model, params, gpus = _TRAINED[rng.integers(len(_TRAINED))]
+    gpus *= int(rng.choice([1, 2, 4]))
+    chip, peak_tflops = _CHIPS[rng.integers(len(_CHIPS))]
+    mfu = rng.uniform(0.3, 0.55)
+    tokens = mfu * gpus * peak_tflops * 1e12 / (6 * params)
+    tokens = int(float(f"{tokens:.3g}"))  # three significant figures, as a log would show
+    return {"model": model, "params": params, "gpus": gpus, "chip": chip,
+            "peak_tflops": peak_tflops, "tokens_per_second": tokens}
 
 
 QUESTIONS = {
-    "qc_matmul_flops": FillIn(
-        id="qc_matmul_flops",
-        prompt="How many FLOPs does the product of an (m, k) matrix with a (k, n) matrix take?",
-        template="flops = ____",
-        scenarios=[_product(3, 5, 7), _product(1024, 768, 768), _product(1, 4096, 11)],
-        expected=lambda s: 2 * s["m"] * s["k"] * s["n"],
-        explanation="Each of the m * n outputs is a dot product of length k: k multiplies and "
-                    "k adds (k - 1 plus the accumulation), 2 k FLOPs, so 2 m k n in all.",
-        hint="Count one multiply and one add per term of every output's dot product.",
-        examples=["2 * m * k * n", "m * n * 2 * k"],
+    "qc_causal_skip": FillIn(
+        id="qc_causal_skip",
+        prompt="A causal kernel computes the scores and the weighted sum in square tiles of "
+               "block x block (query, key) pairs, and skips a tile only when every pair in it "
+               "is masked (tiles on the diagonal are computed in full). Take one layer of "
+               "{model} (d_model = {d_model}) on one sequence of seq_len = {seq_len} tokens, "
+               "with block = {block}. How many FLOPs does skipping save, next to this "
+               "lesson's dense count? (An expression, or a number to at least 4 significant "
+               "figures.)",
+        template="saved_flops = ____",
+        names={"seq_len": "N", "d_model": "the model width",
+               "block": "the side of a tile"},
+        variant=_skipping,
+        rtol=1e-3,
+        transfer=True,
     ),
-    "qc_attention_share": FillIn(
-        id="qc_attention_share",
-        prompt="What fraction of one attention layer's FLOPs are the two N^2 terms "
-               "(scores and weighted sum)? Use seq_len for N.",
-        template="share = ____",
-        scenarios=[_layer(1024, 768), _layer(8192, 4096), _layer(131072, 4096), _layer(7, 3)],
-        expected=lambda s: 4 * s["seq_len"] ** 2 * s["d_model"] / (
-            8 * s["seq_len"] * s["d_model"] ** 2 + 4 * s["seq_len"] ** 2 * s["d_model"]),
-        explanation="4 N^2 d / (8 N d^2 + 4 N^2 d) = N / (N + 2 d): a half exactly at the "
-                    "crossover N = 2 d, and most of the layer's work far beyond it.",
-        hint="Divide the N^2 terms by the total 8 N d^2 + 4 N^2 d, then simplify.",
-        examples=["seq_len / (seq_len + 2 * d_model)",
-                  "4*seq_len**2*d_model / (8*seq_len*d_model**2 + 4*seq_len**2*d_model)"],
+    "qc_decode_step": FillIn(
+        id="qc_decode_step",
+        prompt="Generating text, the layer of this lesson gets one new token. The keys and "
+               "values of the earlier tokens are kept, so only the new token is projected "
+               "(Q, K, V and the output), and its query meets the n keys of the context, its "
+               "own included. How many matrix-product FLOPs does this one step take?",
+        template="flops = ____",
+        names={"n": "the keys the new query meets", "d_model": "the model width"},
+        scenarios=_decode_steps,
+        transfer=True,
+    ),
+    "qc_block_crossover": FillIn(
+        id="qc_block_crossover",
+        prompt="A GPT-2 style block follows attention with an MLP of two matrix products, "
+               "(N, d_model) by (d_model, 4 d_model) and (N, 4 d_model) by (4 d_model, "
+               "d_model). At which N does attention's N^2 work (scores and weighted sum) "
+               "equal all the other matrix products of the block: the four projections and "
+               "the MLP?",
+        template="N = ____",
+        names={"d_model": "the model width"},
+        scenarios=_widths,
+        transfer=True,
     ),
     "qc_mfu": FillIn(
         id="qc_mfu",
-        prompt="A training run processes tokens_per_second tokens per second; the model needs "
-               "flops_per_token FLOPs per token; the hardware's peak is peak_flops FLOP/s. "
-               "Fill in the model FLOPs utilisation.",
+        prompt="{model} ({params:,} parameters) trains on {gpus} {chip} GPUs, each with a peak "
+               "of {peak_tflops} TFLOP/s in bf16, at {tokens_per_second} tokens per second "
+               "for the whole cluster. Estimate the model FLOPs utilisation with the "
+               "6 x params rule (leave out the N^2 terms), as a fraction (0.4, not 40), to 3 "
+               "significant figures.",
         template="mfu = ____",
-        scenarios=[_run(3000.0, 6 * 8e9, 989e12), _run(1.0, 2.0, 4.0), _run(50.0, 7.0, 1e3)],
-        expected=lambda s: s["tokens_per_second"] * s["flops_per_token"] / s["peak_flops"],
-        explanation="MFU is the FLOP rate the model's own arithmetic needs at the measured "
-                    "speed, divided by what the chip could do at best. For training, "
-                    "flops_per_token is about 6 x params (6 * 8e9 for an 8B model): the forward "
-                    "pass costs about 2 FLOPs per parameter per token (one multiply-add per "
-                    "weight), and the backward pass about twice that (gradients with respect to "
-                    "the activations and to the weights).",
-        hint="Achieved FLOP/s (tokens per second times FLOPs per token) over the peak.",
-        examples=["tokens_per_second * flops_per_token / peak_flops"],
+        names={"params": "the parameter count", "gpus": "the number of GPUs",
+               "peak_tflops": "one GPU's peak in TFLOP/s (1 TFLOP/s = 1e12 FLOP/s)",
+               "tokens_per_second": "the cluster's throughput"},
+        variant=_training_run,
+        rtol=0.005,
+        transfer=True,
     ),
 }

@@ -1,53 +1,86 @@
-"""Quick checks of lesson 06 (grouped-query attention and the KV cache)."""
+"""Quick checks of lesson 06 (grouped-query attention and the KV cache): what the learner
+sees, no answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson06.py``.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.quiz.question import FillIn, MultipleChoice
 
+# (name, layers, query heads, K/V heads, head dim) from mhalib.accounting.models
+_MODELS = [("Llama-3.1 8B", 32, 32, 8, 128), ("Llama-3.1 70B", 80, 64, 8, 128),
+           ("Llama-3.1 405B", 126, 128, 8, 128), ("Mistral 7B", 32, 32, 8, 128),
+           ("Qwen2 7B", 28, 28, 4, 128)]
+_DTYPES = [("fp8", 1), ("bfloat16", 2), ("float16", 2)]
 
-def _heads(h: int, num_heads: int, num_kv_heads: int) -> dict:
-    return {"h": h, "num_heads": num_heads, "num_kv_heads": num_kv_heads}
+
+def _cache(rng: np.random.Generator) -> dict:
+    model, layers, num_heads, kv_heads, head_dim = _MODELS[rng.integers(len(_MODELS))]
+    dtype, size = _DTYPES[rng.integers(len(_DTYPES))]
+    return {"model": model, "layers": layers, "num_heads": num_heads, "kv_heads": kv_heads,
+            "head_dim": head_dim, "tokens": int(rng.choice([8192, 16384, 32768, 65536])),
+            "batch": int(rng.choice([4, 8, 16])), "dtype": dtype,
+            "bytes_per_value": size, "bytes_text": f"{size} byte{'s' if size > 1 else ''}"}
+
+
+def _pooled(rng: np.random.Generator) -> list[dict]:
+    cases = [(5, 8, 2), (37, 64, 8), (3, 32, 8), (6, 8, 8), (7, 8, 1), (27, 28, 4)]
+    for _ in range(4):
+        num_kv_heads = int(rng.choice([1, 2, 4, 8]))
+        num_heads = num_kv_heads * int(rng.choice([2, 3, 4, 8, 16]))
+        cases.append((int(rng.integers(num_heads)), num_heads, num_kv_heads))
+    return [{"h": h, "num_heads": heads, "num_kv_heads": kv} for h, heads, kv in cases]
 
 
 QUESTIONS = {
-    "qc_kv_group": FillIn(
-        id="qc_kv_group",
-        prompt="num_heads query heads share num_kv_heads K/V heads in equal, consecutive "
-               "groups. Which K/V head does query head h read?",
-        template="group = ____",
-        scenarios=[_heads(5, 8, 2), _heads(3, 32, 8), _heads(31, 32, 8), _heads(6, 8, 8),
-                   _heads(7, 8, 1), _heads(1, 4, 2)],
-        expected=lambda s: s["h"] // (s["num_heads"] // s["num_kv_heads"]),
-        explanation="Each K/V head serves n_rep = num_heads // num_kv_heads consecutive query "
-                    "heads, so head h belongs to group h // n_rep. That is the layout "
-                    "repeat_interleave produces (and Llama's repeat_kv).",
-        hint="Heads 0..n_rep-1 share group 0, the next n_rep share group 1, and so on.",
-        examples=["h // (num_heads // num_kv_heads)", "h * num_kv_heads // num_heads"],
+    "qc_gqa_savings": MultipleChoice(
+        id="qc_gqa_savings",
+        prompt="Llama-3.1 70B (d_model 8192) has 64 query heads and 8 K/V heads, all of "
+               "width 128. Next to an MHA layer with the same 64 heads of 128, which of its "
+               "costs is 8 times smaller?",
+        options=("The KV cache and the W_K, W_V weights",
+                 "The FLOPs of the scores and the weighted sum",
+                 "All the attention layer's weights",
+                 "The width of each cached key and value"),
     ),
-    "qc_cache_shrink": FillIn(
-        id="qc_cache_shrink",
-        prompt="Going from multi-head attention to grouped-query attention with the same "
-               "num_heads and head size, by what factor does the KV cache shrink?",
-        template="factor = ____",
-        scenarios=[_heads(0, 32, 8), _heads(0, 64, 8), _heads(0, 8, 1), _heads(0, 12, 12)],
-        expected=lambda s: s["num_heads"] / s["num_kv_heads"],
-        explanation="The cache stores one K and one V vector per K/V head, so it scales with "
-                    "num_kv_heads: MHA keeps num_heads of them, GQA num_kv_heads (Llama-3.1 8B: "
-                    "32 -> 8, four times less), MQA one.",
-        hint="Which head count appears in the cache size: query heads or K/V heads?",
-        examples=["num_heads / num_kv_heads"],
+    "qc_kv_cache_gib": FillIn(
+        id="qc_kv_cache_gib",
+        prompt="{model} has {layers} layers, {num_heads} query heads and {kv_heads} K/V heads "
+               "of width {head_dim}. It serves a batch of {batch} sequences of {tokens} "
+               "tokens, and caches its keys and values in {dtype}, {bytes_text} per number. "
+               "How many GiB does the KV cache take (1 GiB = 2**30 bytes)?",
+        template="gib = ____",
+        names={"layers": "layers", "num_heads": "query heads", "kv_heads": "K/V heads",
+               "head_dim": "width of a head", "tokens": "tokens per sequence",
+               "batch": "sequences", "bytes_per_value": "bytes per stored number"},
+        variant=_cache,
+        rtol=0.01,
+        transfer=True,
     ),
-    "qc_decode_growth": MultipleChoice(
-        id="qc_decode_growth",
-        prompt="A decoder without a KV cache generates N tokens by rerunning the causal layer "
-               "on the whole prefix at every step. How does its total attention work (the "
-               "N^2 terms) grow with N?",
-        options=["Like N", "Like N^2", "Like N^3", "It does not depend on N"],
-        key="577dd5c61b1c508b98c4",
-        explanation="Step t redoes t^2 query-key pairs, and the sum of t^2 for t up to N grows "
-                    "like N^3 / 3. With a cache, step t does t pairs: N^2 / 2 in all.",
-        why_wrong={0: "Even with a cache, step t compares one query with t keys: N^2 / 2 pairs.",
-                   1: "That is the cost with a cache; without one each step is itself N^2.",
-                   3: "Every new token has more tokens before it to look at."},
+    "qc_cache_reads": MultipleChoice(
+        id="qc_cache_reads",
+        prompt="With a cache, a decoder generates N tokens after a short prompt, and every "
+               "step reads the whole cache. How do the bytes read from the cache, summed over "
+               "the N steps, grow with N?",
+        options=("Like N: one token's K and V are added per step",
+                 "Like N^2, summed over the growing cache",
+                 "Like N^3, as without a cache",
+                 "Not at all: the cache is already in memory"),
+        transfer=True,
+    ),
+    "qc_pool_first_head": FillIn(
+        id="qc_pool_first_head",
+        prompt="An MHA checkpoint with num_heads heads becomes GQA with num_kv_heads K/V heads "
+               "by mean-pooling, as above. After the conversion, query head h reads a K/V "
+               "head that is the mean of the checkpoint's K/V heads first, first + 1, ..., "
+               "first + n_rep - 1 (n_rep = num_heads // num_kv_heads). Fill in first.",
+        template="first = ____",
+        names={"h": "the query head", "num_heads": "query heads",
+               "num_kv_heads": "K/V heads after the conversion"},
+        scenarios=_pooled,
+        transfer=True,
     ),
 }

@@ -1,28 +1,42 @@
-"""Quick checks of lesson 07 (merging partial attention states, and the online softmax behind
-flash attention)."""
+"""Quick checks of lesson 07 (merging partial attention states, the online softmax and the
+flash kernel): what the learner sees, no answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson07.py``.
+"""
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from mhalib.quiz.question import FillIn, MultipleChoice
 
 
-def _maxes(m_old: float, m_new: float) -> dict:
-    return {"m_old": m_old, "m_new": m_new}
+def _lse_pairs(rng: np.random.Generator) -> list[dict]:
+    """Log-sum-exps of two key sets: equal, far apart, and as large as 1e4 either way."""
+    fixed = [(1.0, 1.0), (1e4, 1e4 - 2.0), (-1e4, -1e4 + 1.0), (-3.0, 0.5)]
+    drawn = [tuple(rng.normal(size=2) * 4) for _ in range(3)]
+    return [{"lse_a": float(a), "lse_b": float(b)} for a, b in fixed + drawn]
 
 
-def _sets(lse_a: float, lse_b: float) -> dict:
-    return {"lse_a": lse_a, "lse_b": lse_b}
+def _block_states(rng: np.random.Generator) -> list[dict]:
+    """A running state (m_old, l_old) and a block's own (m_blk, l_blk): either max larger."""
+    states = []
+    for m_old, m_blk in [(1.0, 3.5), (4.0, -2.0), (0.5, 0.5),
+                         *(tuple(rng.normal(size=2) * 3) for _ in range(3))]:
+        states.append({"m_old": float(m_old), "l_old": float(rng.uniform(1.0, 40.0)),
+                       "m_blk": float(m_blk), "l_blk": float(rng.uniform(1.0, 64.0)),
+                       "m_new": float(max(m_old, m_blk))})
+    return states
 
 
-def _share_of_a(s: dict) -> float:
-    """exp(lse_a - lse) with lse = log(e^lse_a + e^lse_b), written without overflow."""
-    return 1.0 / (1.0 + math.exp(s["lse_b"] - s["lse_a"]))
-
-
-def _blocks(n_k: int, block_size: int) -> dict:
-    return {"n_k": n_k, "block_size": block_size}
+def _kernel_reads(rng: np.random.Generator) -> dict:
+    # (head dim, BLOCK_M, BLOCK_N); 2 * head_dim != BLOCK_M, so the K/V traffic never equals
+    # the size of the N x N score matrix by accident
+    head_dim, block_m, block_n = [(128, 128, 32), (128, 128, 64), (128, 64, 32),
+                                  (64, 64, 32), (64, 64, 128)][rng.integers(5)]
+    return {"tokens": int(rng.choice([4096, 8192, 16384, 32768])), "head_dim": head_dim,
+            "block_m": block_m, "block_n": block_n,
+            "dtype": ["float16", "bfloat16"][rng.integers(2)], "bytes_per_value": 2}
 
 
 QUESTIONS = {
@@ -30,61 +44,62 @@ QUESTIONS = {
         id="qc_merge_share",
         prompt="The same query attended over key set A gave (out_a, lse_a) and over key set B "
                "gave (out_b, lse_b). The merged output is w_a * out_a + w_b * out_b. What is "
-               "w_a? Use lse_a, lse_b, np and math; it must not overflow for lse of 1e4.",
+               "w_a? It must not overflow when the log-sum-exps are about 1e4.",
         template="w_a = ____",
-        scenarios=[_sets(1.0, 1.0), _sets(2.0, 2.0 + math.log(3.0)), _sets(-3.0, 0.5),
-                   _sets(1e4, 1e4 - 2.0), _sets(-1e4, -1e4 + 1.0)],
-        expected=_share_of_a,
-        explanation="Set A holds e^lse_a of the total weight e^lse_a + e^lse_b, so "
-                    "w_a = exp(lse_a - lse) = 1 / (1 + exp(lse_b - lse_a)). Written with the "
-                    "difference of the two lse (or after subtracting the larger one) every "
-                    "exponent stays small; exp(lse_a) alone is inf at 1e4.",
-        hint="The share of A is e^lse_a over e^lse_a + e^lse_b; now divide top and bottom by "
-             "e^lse_a.",
-        examples=["1 / (1 + np.exp(lse_b - lse_a))",
-                  "np.exp(lse_a - np.max((lse_a, lse_b))) / (np.exp(lse_a - np.max((lse_a, "
-                  "lse_b))) + np.exp(lse_b - np.max((lse_a, lse_b))))"],
+        names={"lse_a": "log-sum-exp of set A's scores",
+               "lse_b": "log-sum-exp of set B's scores"},
+        scenarios=_lse_pairs,
     ),
-    "qc_rescale": FillIn(
-        id="qc_rescale",
-        prompt="The running sum was accumulated as sum of exp(s - m_old). A new block raises "
-               "the running max to m_new. What factor brings the old sum to the new max?",
-        template="running_sum = running_sum * ____ + block_sum",
-        scenarios=[_maxes(1.0, 3.5), _maxes(-2.0, 0.25), _maxes(4.0, 4.0), _maxes(10.0, 30.0)],
-        expected=lambda s: math.exp(s["m_old"] - s["m_new"]),
-        explanation="exp(s - m_old) * exp(m_old - m_new) = exp(s - m_new): one multiplication "
-                    "re-bases every old term, and since m_new >= m_old the factor is at most 1, "
-                    "so nothing overflows. The running output gets the same factor.",
-        hint="Which factor turns exp(s - m_old) into exp(s - m_new)?",
-        examples=["np.exp(m_old - m_new)", "math.exp(m_old) / math.exp(m_new)"],
+    "qc_block_state": FillIn(
+        id="qc_block_state",
+        prompt="After some key blocks a query keeps its running max m_old and running sum "
+               "l_old (the sum of exp(s - m_old) over the keys seen). The next block arrives "
+               "already summarised by its own max m_blk and its own sum l_blk of "
+               "exp(s - m_blk) over its keys, as one split of a KV cache would report it. "
+               "With m_new = max(m_old, m_blk), what is the running sum after this block?",
+        template="l_new = ____",
+        names={"m_old": "running max so far", "l_old": "running sum so far, relative to m_old",
+               "m_blk": "the block's own max", "l_blk": "the block's sum, relative to m_blk",
+               "m_new": "max(m_old, m_blk)"},
+        scenarios=_block_states,
+        transfer=True,
     ),
-    "qc_num_blocks": FillIn(
-        id="qc_num_blocks",
-        prompt="How many key blocks does the loop visit for n_k keys in blocks of block_size "
-               "(the last one may be shorter)?",
-        template="blocks = ____",
-        scenarios=[_blocks(256, 64), _blocks(200, 48), _blocks(1, 64), _blocks(65, 64)],
-        expected=lambda s: -(-s["n_k"] // s["block_size"]),
-        explanation="Ceiling division: range(0, n_k, block_size) has that many starts, and a "
-                    "partial last block must not be dropped.",
-        hint="256 keys in blocks of 64 make 4 blocks; 200 in blocks of 48 make 5.",
-        examples=["math.ceil(n_k / block_size)", "(n_k + block_size - 1) // block_size"],
+    "qc_missing_rescale": MultipleChoice(
+        id="qc_missing_rescale",
+        prompt="A learner's online softmax multiplies row_sum by exp(m - m') at every block "
+               "but adds each block to acc without that factor (acc = acc + weights @ v_blk). "
+               "On which inputs does it still return exact attention?",
+        options=("When each row's largest score is in the first block",
+                 "When all scores are small, say between -1 and 1",
+                 "When block_size divides N_k, so that no block is ragged",
+                 "When the loop runs in float64 instead of float32"),
+        transfer=True,
     ),
-    "qc_flash_memory": MultipleChoice(
-        id="qc_flash_memory",
-        prompt="With block_size fixed, how does the extra memory of the online softmax (beyond "
-               "q, k, v and the output) grow with the sequence length N, per batch and head?",
-        options=["Like N^2, as the score matrix does",
-                 "Like N: a running max and sum per query, and one N x block_size block of "
-                 "scores",
-                 "It stays constant",
-                 "Like N log N"],
-        key="aee5fc7928e227d5e53d",
-        explanation="Nothing N x N is ever stored: each query keeps two numbers and its running "
-                    "output, and only one block of scores exists at a time. (The Triton kernel "
-                    "also tiles the queries, so its working set per program is constant.)",
-        why_wrong={0: "That is the naive path, which stores all N x N scores and weights.",
-                   2: "Each query needs its own running max and sum, so something grows with N.",
-                   3: "No sorting or tree is involved: one pass over the key blocks."},
+    "qc_decode_memory": MultipleChoice(
+        id="qc_decode_memory",
+        prompt="Decoding: one new query (N_q = 1) attends to a cache of N_k keys with your "
+               "online_softmax_attention, block_size fixed. How does its extra memory (beyond "
+               "q, k, v and the output) change as N_k grows?",
+        options=("It does not grow: the same for every N_k",
+                 "It grows like N_k, as the naive path's does",
+                 "It grows like N_k / block_size: one state per block",
+                 "It grows like N_k^2, as scores do"),
+        transfer=True,
+    ),
+    "qc_kv_reads": FillIn(
+        id="qc_kv_reads",
+        prompt="The Triton kernel of section 4 runs one program per block of BLOCK_M queries "
+               "of a (batch, head); each program loads its queries once, then every key block "
+               "and value block. Take one (batch, head), no mask, N_q = N_k = {tokens}, head "
+               "dim {head_dim}, BLOCK_M = {block_m}, BLOCK_N = {block_n}, {dtype} "
+               "({bytes_per_value} bytes per value). Counting every load as a read from GPU "
+               "memory (no cache), how many MiB of K and V does the kernel read in all "
+               "(1 MiB = 2**20 bytes)?",
+        template="mib = ____",
+        names={"tokens": "N_q = N_k", "head_dim": "head dim", "block_m": "BLOCK_M",
+               "block_n": "BLOCK_N", "bytes_per_value": "bytes per stored value"},
+        variant=_kernel_reads,
+        rtol=0.01,
+        transfer=True,
     ),
 }

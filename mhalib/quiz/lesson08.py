@@ -1,56 +1,76 @@
-"""Quick checks of lesson 08 (what heads learn: previous-token and induction heads)."""
+"""Quick checks of lesson 08 (what heads learn: previous-token and induction heads, sinks):
+what the learner sees, no answers.
+
+The keys are instructor data in ``grading/quick_checks/lesson08.py``.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.quiz.question import FillIn, MultipleChoice
 
+SEQ_LEN = 48  # the training sequences of section 2
 
-def _query(i: int, period: int) -> dict:
-    return {"i": i, "period": period}
+
+def _repeat_query(rng: np.random.Generator) -> dict:
+    """A training-like sequence (prefix, then a span repeated to the end) and a query in its
+    third copy, so that the most recent earlier copy is not the first one."""
+    span = int(rng.integers(5, 11))  # 5..10
+    # prefix != span, so that "subtract the prefix too" never lands on the first copy's key
+    prefix = int(rng.choice([p for p in range(3, 13) if p != span]))
+    third = prefix + 2 * span
+    query = int(rng.integers(third, min(third + span, SEQ_LEN)))
+    return {"prefix": prefix, "span": span, "query": query}
+
+
+def _sequence_length(rng: np.random.Generator) -> dict:
+    return {"tokens": int(rng.choice([12, 16, 20, 24, 32, 40, 48]))}
 
 
 QUESTIONS = {
+    "qc_period_two": MultipleChoice(
+        id="qc_period_two",
+        prompt="You run induction_score with period = 2, on sequences of the form A B A B "
+               "(N = 4). Besides a perfect induction head, which of these heads also scores 1?",
+        options=("A perfect previous-token head",
+                 "A duplicate-token head",
+                 "A head that puts all its weight on key 0",
+                 "None: only an induction head can score 1"),
+        transfer=True,
+    ),
     "qc_induction_key": FillIn(
         id="qc_induction_key",
-        prompt="The sequence repeats itself after period tokens. At query i in the second "
-               "copy, which key does an induction head attend to?",
+        prompt="A sequence like the training data of section 2 (positions from 0): {prefix} "
+               "random tokens, then a span of {span} different tokens repeated until position "
+               "47. The query sits at position {query}. An induction head attends to the key "
+               "right after the most recent earlier occurrence of the query's token. Which "
+               "key position is that?",
         template="key = ____",
-        scenarios=[_query(10, 8), _query(8, 8), _query(15, 8), _query(40, 25)],
-        expected=lambda s: s["i"] - s["period"] + 1,
-        explanation="Token i also sits at i - period in the first copy; the token that "
-                    "followed it there, at i - period + 1, is the one to predict next.",
-        hint="Find the earlier copy of the current token, then move one step right.",
-        examples=["i - period + 1", "i + 1 - period"],
-    ),
-    "qc_uniform_previous": FillIn(
-        id="qc_uniform_previous",
-        prompt="A causal head spreads its weight evenly over keys 0..i. How much weight does "
-               "query i put on key i - 1?",
-        template="weight = ____",
-        scenarios=[_query(1, 1), _query(4, 1), _query(99, 1)],
-        expected=lambda s: 1 / (s["i"] + 1),
-        explanation="i + 1 keys share one unit of weight. Such a head's previous-token score "
-                    "is the mean of 1 / (i + 1) over the queries: small for long sequences, "
-                    "which is why a score near 1 singles a head out.",
-        hint="Count the keys query i may see.",
-        examples=["1 / (i + 1)"],
+        names={"prefix": "number of random tokens before the span",
+               "span": "length of the repeated span", "query": "position of the query"},
+        variant=_repeat_query,
+        transfer=True,
     ),
     "qc_induction_circuit": MultipleChoice(
         id="qc_induction_circuit",
-        prompt="An induction head at query i looks for the key j whose PREVIOUS token equals "
-               "token i. How does position j come to carry 'my previous token was ...'?",
-        options=["A previous-token head in an earlier layer copied it into position j's "
-                 "residual stream",
-                 "The position embedding of j contains it",
-                 "The induction head computes it itself in the same layer",
-                 "The unembedding adds it after the last layer"],
-        key="7cc058efb31db2a4b855",
-        explanation="Attention in one layer only sees what is already in the residual stream. "
-                    "Layer 0's previous-token head writes token j - 1 into position j; layer "
-                    "1's induction head then matches its query (token i) against that. Remove "
-                    "the previous-token heads and induction fails.",
-        why_wrong={1: "Position embeddings say where a token is, not what came before it.",
-                   2: "A head's keys are computed from the residual stream before it runs.",
-                   3: "The unembedding acts after all attention has happened."},
+        prompt="An induction head at query i attends to the key j whose previous token equals "
+               "token i. In this lesson's model, what puts 'my previous token' into position "
+               "j's residual stream?",
+        options=("A head of layer 0 that attends to key j - 1",
+                 "The position embedding added at position j",
+                 "An MLP of layer 0, applied at position j",
+                 "The induction head itself, within its own layer"),
+    ),
+    "qc_sink_previous": FillIn(
+        id="qc_sink_previous",
+        prompt="A causal head puts, at every query i >= 1, half of its weight on the first "
+               "token (key 0) and half on key i - 1. What does previous_token_score give "
+               "for it on a sequence of N = {tokens} tokens?",
+        template="score = ____",
+        names={"tokens": "N, the sequence length"},
+        variant=_sequence_length,
+        rtol=0.002,
+        transfer=True,
     ),
 }

@@ -178,9 +178,7 @@ def drag_slider(page, slider, fraction: float) -> None:
 
 def validate(page) -> str:
     """Save, press nbgrader's Validate button, return what its dialog says (and close it)."""
-    page.keyboard.press("ControlOrMeta+S")
-    page.wait_for_selector(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current.jp-mod-dirty",
-                           state="detached", timeout=30_000)
+    save(page)
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar").get_by_text(
         "Validate", exact=True).click()
     dialog = page.locator(".jp-Dialog")
@@ -210,25 +208,44 @@ def quick_check(page, question_id: str):
 
 
 def answer_fill_in(page, form, text: str) -> str:
-    """Type ``text`` into a fill-in-the-blank form, press Check, return the feedback shown."""
+    """Type ``text`` into a fill-in-the-blank form, press its button, return the feedback."""
     form.scroll_into_view_if_needed()
     field = form.locator(".mhalib-quiz-input input")
     field.fill("")
     field.press_sequentially(text)
-    return _press_check(page, form)
+    return _press_check(page, form, text)
 
 
-def answer_choice(page, form, option_index: int) -> str:
-    """Pick option ``option_index`` (0-based) of a multiple-choice form, Check, read feedback."""
+def answer_choice(page, form, option_text: str) -> str:
+    """Pick the option that reads ``option_text`` (the order is shuffled per learner), press
+    the form's button, return the feedback shown."""
     form.scroll_into_view_if_needed()
-    form.locator(".mhalib-quiz-input .widget-radio-box label").nth(option_index).click()
-    return _press_check(page, form)
+    form.locator(".mhalib-quiz-input .widget-radio-box label").filter(
+        has_text=option_text).click()
+    return _press_check(page, form, option_text)
 
 
-def _press_check(page, form) -> str:
-    feedback = form.locator(".mhalib-quiz-feedback")
-    before = feedback.inner_text()
+def _press_check(page, form, answer: str) -> str:
+    """Press the form's button; wait for the feedback about ``answer`` (its ``data-answer``),
+    not one about an earlier value that the kernel may still have judged first."""
     form.locator(".mhalib-quiz-check").click()
-    page.wait_for_function("([el, before]) => el.innerText.trim() && el.innerText !== before",
-                           arg=[feedback.element_handle(), before], timeout=30_000)
-    return feedback.inner_text()
+    note = form.locator(".mhalib-quiz-feedback [data-answer]")
+    page.wait_for_function(
+        "([el, answer]) => { const n = el.querySelector('[data-answer]');"
+        " return n && n.getAttribute('data-answer').includes(answer); }",
+        arg=[form.locator(".mhalib-quiz-feedback").element_handle(), answer.strip()],
+        timeout=30_000)
+    return note.inner_text()
+
+
+def recorded_text(page, question_id: str) -> str:
+    """What the record under the quick check's form says (it is saved with the notebook)."""
+    cell = code_cell(page, f'ask("{question_id}")')
+    return cell.locator(".mhalib-quiz-record").text_content()
+
+
+def save(page) -> None:
+    """Ctrl+S, and wait until the tab is no longer marked as changed."""
+    page.keyboard.press("ControlOrMeta+S")
+    page.wait_for_selector(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current.jp-mod-dirty",
+                           state="detached", timeout=30_000)

@@ -9,6 +9,7 @@ Jupyter always searches ``sys.prefix``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -42,6 +43,12 @@ def isolated_jupyter_env(scratch: Path) -> dict[str, str]:
         folder = scratch / sub
         folder.mkdir(parents=True, exist_ok=True)
         env[name] = str(folder)
+    # Kernels talk over IPC sockets, not TCP ports: beside the suite's other kernels a kernel
+    # once lost its connection to a race for the same free port ("Connecting" for minutes).
+    ipc = scratch / "ipc"
+    ipc.mkdir(parents=True, exist_ok=True)
+    (scratch / "config" / "jupyter_server_config.json").write_text(json.dumps(
+        {"KernelManager": {"transport": "ipc", "ip": str(ipc / "kernel")}}))
     for name in ("JUPYTER_CONFIG_PATH", "JUPYTER_PATH", "JUPYTER_TOKEN", "JUPYTERLAB_SETTINGS_DIR",
                  "JUPYTERLAB_WORKSPACES_DIR", "JUPYTERLAB_DIR", "MHALIB_GRADING"):
         env.pop(name, None)

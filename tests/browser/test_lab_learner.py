@@ -2,11 +2,11 @@
 
 One journey, one server: ``mhalib lab`` starts JupyterLab on a copy of notebooks/ (so that
 autosave cannot touch the release) and the browser opens the address it printed. The learner
-writes the two exercises and records the quick-check answers, runs all cells, looks at the
-heatmap, drags the d_k slider and sees the plot redrawn, answers each quick-check form wrongly
-then rightly, breaks ``attention`` and reads the test cell's one verdict, fixes it and presses
-nbgrader's Validate. Screenshots of what the learner sees are kept (see conftest's
-``screenshot_dir``).
+writes the two exercises, runs all cells, looks at the heatmap, drags the d_k slider and sees
+the plot redrawn, answers each quick-check form (practice mode) wrongly then rightly, breaks
+``attention`` and reads the test cell's one verdict, fixes it and presses nbgrader's Validate;
+the saved notebook is then graded and every quick check answered in its form has its point.
+Screenshots of what the learner sees are kept (see conftest's ``screenshot_dir``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import textwrap
 import pytest
 
 from mhalib.checks import CheckFailed, check
-from mhalib.quiz import FillIn, MultipleChoice, get_question, option_digest
+from mhalib.quiz import FillIn, MultipleChoice, get_question
 from tests.browser import lab_driver as lab
+from tests.browser.grade_saved import grade_saved
 from tests.browser.lab_server import REPO, start_lab
 
 # One worker runs every JupyterLab test (under xdist --dist loadgroup), sharing one Chromium.
@@ -27,7 +28,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
 
 LESSON = "01-single-head/single_head_attention.ipynb"
 NOTEBOOKS = REPO / "notebooks"  # the learner release
-LETTERS = "abcdefgh"
 
 # The learner's answers, written here from the contract (not taken from mhalib.reference).
 SOFTMAX = textwrap.dedent('''\
@@ -60,35 +60,40 @@ def expected_diagnosis() -> str:
     return str(failure.value)
 
 
-def right_answer(question) -> str | int:
-    """What a learner types (fill-in) or picks (option index) to be right."""
-    if isinstance(question, FillIn):
-        return question.examples[0]
-    right = [i for i in range(len(question.options))
-             if option_digest(question.id, i) == question.key]
-    assert len(right) == 1, f"{question.id}: {len(right)} options match the key"
-    return right[0]
+def keys() -> dict:
+    from mhalib.quiz.keys import instructor_keys
+
+    return instructor_keys("01-single-head")
 
 
-def wrong_answer(question) -> str | int:
+def right_answer(question) -> str:
+    """What a learner types (fill-in) or picks (option text) to be right."""
+    key = keys()[question.id]
+    return key["answer"] if isinstance(question, FillIn) else question.options[key["answer"]]
+
+
+def wrong_answer(question) -> str:
     if isinstance(question, FillIn):
         return "1.5"  # a constant: right in no scenario of lesson 01's blanks
-    return (right_answer(question) + 1) % len(question.options)
+    right = keys()[question.id]["answer"]
+    return question.options[(right + 1) % len(question.options)]
 
 
-def recorded(question) -> str:
-    """The line that records the right answer in the graded cell, as the form suggests it."""
-    answer = right_answer(question)
-    return f"{question.id} = {answer if isinstance(question, FillIn) else LETTERS[answer]!r}"
+def why_wrong(question) -> str:
+    """The start of what a practice form says about ``wrong_answer``."""
+    key = keys()[question.id]
+    if isinstance(question, FillIn):
+        return "your blank is 1.5"
+    return key["why_wrong"][(key["answer"] + 1) % len(question.options)][:40]
 
 
 def quick_check_ids(notebook) -> list[str]:
-    """The id of every ``grade("qc_...")`` call in ``notebook``, in order."""
+    """The id of every quick check (``ask("qc_...")``) in ``notebook``, in order."""
     import nbformat
 
     code = "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells
                      if c.cell_type == "code")
-    return re.findall(r'grade\("(qc_\w+)"', code)
+    return re.findall(r'ask\("(qc_\w+)"\)', code)
 
 
 @pytest.fixture
@@ -97,6 +102,7 @@ def lesson_server(tmp_path, request):
         pytest.fail(f"{NOTEBOOKS / LESSON} is missing: generate the release first")
     shutil.copytree(NOTEBOOKS, tmp_path / "notebooks")
     server = start_lab(REPO, ["--notebook-dir", str(tmp_path / "notebooks")], tmp_path / "jupyter")
+    server.notebook_dir = tmp_path / "notebooks"
     yield server
     server.stop()
     if getattr(request.node, "call_failed", False):
@@ -110,27 +116,23 @@ def test_learner_journey_through_lesson_01(page, lesson_server, screenshot_dir):
     assert lesson_server.url.split("?")[0].endswith(f"/lab/tree/{LESSON}"), lesson_server.url
     lab.open_notebook(page, lesson_server.url)
 
-    # Write both exercises and record every quick check, then Run > Run All Cells.
+    # Write both exercises, then Run > Run All Cells.
     lab.set_source(page, lab.code_cell(page, "def softmax("), SOFTMAX)
     lab.set_source(page, lab.code_cell(page, "def attention("), ATTENTION)
     # The quick checks are read from the release file: JupyterLab draws a long notebook's
     # cells a few at a time, so the page may not hold the last ones yet.
     questions = [get_question(i) for i in quick_check_ids(NOTEBOOKS / LESSON)]
     assert {FillIn, MultipleChoice} <= {type(q) for q in questions}, questions
-    for question in questions:
-        lab.set_source(page, lab.code_cell_before(page, f'grade("{question.id}"'),
-                       recorded(question))
     lab.run_all_cells(page)
     assert lab.error_outputs(page) == []
     assert lab.unrun_cells(page) == []
 
-    # The visible tests pass; each recorded quick check is graded right.
+    # The visible tests pass; no quick check has an answer yet.
     for exercise in ("softmax", "attention"):
         report = lab.output_text(lab.code_cell(page, f'check("{exercise}"'))
         assert "✔" in report and "passed" in report, f"{exercise} test cell says: {report}"
     for question in questions:
-        said = lab.output_text(lab.code_cell(page, f'grade("{question.id}"'))
-        assert said.startswith("Right"), f"{question.id} test cell says: {said}"
+        assert "No answer recorded yet" in lab.recorded_text(page, question.id)
 
     # Widgets render: nothing stuck on 'Loading widget...', no widget printed as text.
     page.wait_for_function("() => !document.body.textContent.includes('Loading widget')",
@@ -154,18 +156,19 @@ def test_learner_journey_through_lesson_01(page, lesson_server, screenshot_dir):
     lab.bring_into_view(page, slider_cell.locator(".jp-OutputArea-output").first)
     shot("widget_slider.png")
 
-    # Quick-check forms: a wrong answer is told wrong and why, the right one right and how to
-    # record it.
+    # Quick checks (a practice release): answered once, in the form. A wrong answer is told
+    # wrong and why, the right one right; the record under the form follows the last answer.
     for question in questions:
         form = lab.quick_check(page, question.id)
         answer = lab.answer_fill_in if isinstance(question, FillIn) else lab.answer_choice
         wrong = answer(page, form, wrong_answer(question))
         assert wrong.startswith("Not yet"), f"{question.id}, wrong answer: {wrong}"
-        assert question.judge(wrong_answer(question)).message in wrong, wrong
+        assert why_wrong(question) in wrong, wrong
         right = answer(page, form, right_answer(question))
         assert right.startswith("Right"), f"{question.id}, right answer: {right}"
-        assert question.explanation.split(";")[0].split(".")[0] in right, right
-        assert recorded(question) in right, right
+        explanation = keys()[question.id]["explanation"].split("{")[0][:30]
+        assert explanation in right, right
+        assert "Recorded answer" in lab.recorded_text(page, question.id)
     lab.bring_into_view(page, form)
     shot("quick_check_answered.png")
 
@@ -191,6 +194,15 @@ def test_learner_journey_through_lesson_01(page, lesson_server, screenshot_dir):
     lab.run_cell(page, attention_cell)
     said = lab.validate(page)
     assert "passes all the tests" in said, said
+
+    # The instructor grades the saved notebook: every quick check answered in its form has
+    # its point, with no second step.
+    result = grade_saved(lesson_server.notebook_dir / LESSON, "01-single-head", "lea",
+                         lesson_server.notebook_dir.parent / "grading")
+    for question in questions:
+        verdict = result["verdicts"][question.id]
+        assert verdict["passed"] and verdict["points"] == 1, verdict
+    assert all(v["passed"] for v in result["verdicts"].values()), result["verdicts"]
 
     # No extension failed to load or threw along the way.
     assert page.console_errors == []

@@ -37,12 +37,13 @@ def test_bad_arguments_are_named(argv, message, tmp_path, capsys):
     assert message in capsys.readouterr().err
 
 
-# points of the demo class (of 9: softmax 3, attention 3, three quick checks) under the course's
-# default rubric, and under grading/examples/rubric.toml (README, "The rubric")
-DEFAULT_TOTALS = {"ada-correct": 9.0, "bert-partly-wrong": 6.0, "cleo-wrong": 5.5,
-                  "dev-blank": 0.0, "eve-hostile": 3.0, "finn-broken": 0.0, "gus-crashes": 0.0,
-                  "hana": 9.0, "ivan": 0.0}
-EXAMPLE_RUBRIC_TOTALS = {**DEFAULT_TOTALS, "bert-partly-wrong": 5.5}
+# points of the demo class (of 11: softmax 3, attention 3, five quick checks) under the course's
+# default rubric, and under grading/examples/rubric.toml (README, "The rubric"). Quick-check
+# answers are data saved in the notebook: gus's kernel dies, but his recorded answers count.
+DEFAULT_TOTALS = {"ada-correct": 11.0, "bert-partly-wrong": 8.0, "cleo-wrong": 2.5,
+                  "dev-blank": 0.0, "eve-hostile": 5.0, "finn-broken": 0.0, "gus-crashes": 5.0,
+                  "hana": 11.0, "ivan": 0.0}
+EXAMPLE_RUBRIC_TOTALS = {**DEFAULT_TOTALS, "bert-partly-wrong": 7.5}
 
 
 def _totals(results: dict) -> dict[str, float]:
@@ -62,8 +63,12 @@ def test_readme_quick_start_grades_the_demo_class(tmp_path):
                  "--no-progress"]) == 0
     results = read_results(course)
     assert _totals(results) == DEFAULT_TOTALS
-    assert all(sum(v["max_points"] for v in r["verdicts"].values()) == 9
+    assert all(sum(v["max_points"] for v in r["verdicts"].values()) == 11
                for r in results.values())
+    cleo_quick = [v for v in results["cleo-wrong"]["verdicts"].values()
+                  if v["kind"] == "quick_check"]
+    assert cleo_quick and all(not v["passed"] and "your answer" in v["diagnosis"]
+                              for v in cleo_quick)  # the slip, then the explanation
     flags = {s: {i["flag"] for i in r["issues"]} for s, r in results.items()}
     cleo = results["cleo-wrong"]["verdicts"]["attention"]
     assert "mistake:no_scale" in cleo["flags"]

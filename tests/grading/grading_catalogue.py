@@ -21,6 +21,7 @@ from mhalib.grading.demo_class import (
     ATTENTION_NO_SCALE,
     SOFTMAX_NO_SHIFT,
     answer_sources,
+    quick_check_answers,
     submission,
     to_bytes,
 )
@@ -42,11 +43,14 @@ def _all(kind: str) -> dict[str, str]:
     return {item: kind for item in ITEMS}
 
 
-def _nb(answers=None, after=None, drop=(), mutate=None):
+def _nb(answers=None, after=None, drop=(), mutate=None, quick=None):
+    """A submission: right answers unless ``answers`` (cells) or ``quick`` (quick-check
+    answers, recorded as the form does) say otherwise."""
     def build(model, context):
         right = answer_sources(model)
         notebook = submission(model, {**right, **(answers or {})},
-                              {k: v.format(**context) for k, v in (after or {}).items()}, drop)
+                              {k: v.format(**context) for k, v in (after or {}).items()}, drop,
+                              {**quick_check_answers(model), **(quick or {})})
         if mutate:
             mutate(notebook)
         return to_bytes(notebook)
@@ -72,6 +76,40 @@ def _change_metadata(notebook):
 def _duplicate_test(notebook):
     test = _cell(notebook, "test_softmax")
     notebook["cells"].insert(notebook["cells"].index(test), json.loads(json.dumps(test)))
+
+
+def _right_option_as_text(model, context):
+    """The right option recorded by its text rather than its index (a hand-written record)."""
+    from mhalib.quiz import get_question
+
+    index = quick_check_answers(model)["qc_weights_shape"]
+    text = get_question("qc_weights_shape").options[index]
+    return _nb(quick={"qc_weights_shape": text})(model, context)
+
+
+def _forge_record_elsewhere(notebook):
+    """A record of the right answer written by another cell: only the quick check's own cell
+    counts."""
+    from mhalib.quiz.record import bundle
+
+    _cell(notebook, "test_softmax")["outputs"] = [{
+        "output_type": "display_data", "metadata": {},
+        "data": bundle("qc_weights_shape", 0, None)}]
+
+
+def _record_as_other_student(notebook):
+    from mhalib.quiz.record import MIME
+
+    for output in _cell(notebook, "qc_weights_shape")["outputs"]:
+        output["data"][MIME]["variant"] = "student:someone-else"
+
+
+def _hostile_record(notebook):
+    from mhalib.quiz.record import MIME
+
+    for output in _cell(notebook, "qc_weights_shape")["outputs"]:
+        output["data"][MIME] = {"question": "qc_weights_shape", "answer": {"$gt": ""},
+                                "variant": "../../etc/passwd"}
 
 
 def _answer_to_markdown(notebook):
@@ -219,8 +257,20 @@ CATALOGUE = [
                                               + SOFTMAX_NO_SHIFT}),
          {"softmax": 1.0}, {"integrity"}),
     Case("ast-strips-asserts", _nb({"softmax": AST_STRIP}), {"softmax": 1.0}, {"integrity"}),
-    Case("input-transformer-blanks", _nb(after={"imports": BLANK_LATER}), _all("zero"),
+    Case("input-transformer-blanks", _nb(after={"imports": BLANK_LATER}),
+         {"softmax": "zero", "attention": "zero", "qc_weights_shape": "full"},
          {"integrity", "missing"}),
+    # quick checks: the answer recorded in the quick check's own cell, judged with the key
+    Case("quick-check-wrong", _nb(quick={"qc_weights_shape": 1}),
+         {"softmax": "full", "attention": "full", "qc_weights_shape": "zero"}),
+    Case("quick-check-by-text", _right_option_as_text, _all("full")),
+    Case("quick-check-forged-elsewhere", _nb(quick={"qc_weights_shape": None},
+                                             mutate=_forge_record_elsewhere),
+         {"softmax": "full", "attention": "full", "qc_weights_shape": "zero"}, {"no_record"}),
+    Case("quick-check-other-student", _nb(mutate=_record_as_other_student), _all("full"),
+         {"variant_of_other_student"}),
+    Case("quick-check-hostile-record", _nb(mutate=_hostile_record),
+         {"softmax": "full", "attention": "full", "qc_weights_shape": "zero"}, {"no_record"}),
     Case("ndarray-always-equal", _nb({"softmax": NDARRAY_CHEAT}), {"softmax": "zero"}),
     Case("hidden-tracebacks", _nb({"softmax": HIDE_TRACEBACKS}), {"softmax": 1.0},
          {"integrity"}),
@@ -230,7 +280,7 @@ CATALOGUE = [
          {"softmax": "zero"}, {"missing"}),
     Case("sys-exit", _nb(after={"softmax": "import sys\nsys.exit(0)"}), _all("full")),
     Case("os-exit", _nb(after={"test_softmax": "import os\nos._exit(3)"}),
-         {"softmax": "full", "attention": "zero", "qc_weights_shape": "zero"}, {"kernel_died"}),
+         {"softmax": "full", "attention": "zero", "qc_weights_shape": "full"}, {"kernel_died"}),
     Case("kills-own-kernel", _nb(after={"test_softmax": "import os, signal\n"
                                                           "os.kill(os.getpid(), signal.SIGKILL)"}),
          {"softmax": "full", "attention": "zero"}, {"kernel_died"}),
@@ -238,7 +288,7 @@ CATALOGUE = [
                                                  "        pass\n"}),
          {"softmax": "zero", "attention": "zero"}, {"call_timeout"}),
     Case("ignores-alarm-hangs", _nb(after={"test_softmax": IGNORE_ALARM_AND_HANG}),
-         {"softmax": "full", "attention": "zero", "qc_weights_shape": "zero"}, {"timeout"}),
+         {"softmax": "full", "attention": "zero", "qc_weights_shape": "full"}, {"timeout"}),
     Case("slow-cell", _nb(after={"imports": "import time\ntime.sleep(60)"}), _all("full"),
          {"cell_timeout"}),
     Case("memory-blowup", _nb(after={"imports": "big = np.ones((60_000, 60_000))"}),

@@ -14,7 +14,7 @@ import pytest
 from mhalib.grading.assignment import nbgrader_meta
 from mhalib.grading.class_cache import cache_key, read_and_assigned_names
 from mhalib.grading.class_run import run_class_cache
-from mhalib.grading.demo_class import answer_sources, submission, to_bytes
+from mhalib.grading.demo_class import answer_sources, quick_check_answers, submission, to_bytes
 from mhalib.grading.limits import Limits
 from mhalib.grading.plan import build_plan
 from mhalib.grading.records import GradingTask
@@ -49,9 +49,12 @@ def class_cache(cached_model):
 
 
 def _grade(model, cache, notebook: dict):
+    from mhalib.quiz.keys import instructor_keys
+
     task = GradingTask(student="s", assignment=model.assignment, model=model.for_worker(),
                        seed=3, limits=LIMITS, rubric=default_rubric(), sandbox="none",
-                       submission=to_bytes(notebook), class_cache=cache)
+                       submission=to_bytes(notebook), class_cache=cache,
+                       quick_check_keys=instructor_keys(model.assignment))
     result = grade_unit(task)
     train = next(c for c in result.graded_notebook["cells"] if "trained_in" in c["source"])
     text = "".join(o.get("text", "") for o in train["outputs"])
@@ -68,7 +71,7 @@ def _class_pid(cache) -> int:
 
 
 def _with_train(model, source: str, before: str | None = None) -> dict:
-    notebook = submission(model, answer_sources(model))
+    notebook = submission(model, answer_sources(model), quick_checks=quick_check_answers(model))
     for index, cell in enumerate(notebook["cells"]):
         if cell.get("id") == "train":
             cell["source"] = source

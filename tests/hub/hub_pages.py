@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import re
 
-from tests.browser.lab_driver import LOAD_TIMEOUT_MS, code_cell, code_cell_before, set_source
+from tests.browser.lab_driver import (
+    LOAD_TIMEOUT_MS,
+    answer_choice,
+    answer_fill_in,
+    code_cell,
+    quick_check,
+    run_all_cells,
+    set_source,
+)
 
 SPAWN_TIMEOUT_MS = 180_000
 LIST_TIMEOUT_MS = 60_000
@@ -57,16 +65,21 @@ def open_fetched_notebook(page, assignment: str, notebook: str) -> None:
 
 
 def answer_cell(page, grade_id: str):
-    """The answer cell ``grade_id`` of lesson 01: a function, or a quick check's value."""
-    if grade_id.startswith("qc_"):
-        return code_cell_before(page, f'grade("{grade_id}"')
+    """The answer cell ``grade_id`` of lesson 01 (it defines a function of that name)."""
     return code_cell(page, f"def {grade_id}(")
 
 
-def answer(page, answers: dict[str, str]) -> None:
-    """Type each answer into its cell, then save (and wait until it is saved)."""
+def answer(page, answers: dict[str, str], quick_checks: dict[str, tuple[str, str]]) -> None:
+    """Type each answer into its cell, run all cells, answer each quick check in its form
+    (``quick_checks``: id -> ("fill", expression) or ("choice", option text)), then save (and
+    wait until it is saved)."""
     for grade_id, source in answers.items():
         set_source(page, answer_cell(page, grade_id), source)
+    run_all_cells(page)
+    for question_id, (kind, value) in quick_checks.items():
+        form = quick_check(page, question_id)
+        said = (answer_fill_in if kind == "fill" else answer_choice)(page, form, value)
+        assert said.strip(), f"{question_id}: the form said nothing"
     save(page)
 
 

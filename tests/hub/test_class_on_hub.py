@@ -51,6 +51,21 @@ def solution_answers() -> dict[str, str]:
     return answers
 
 
+def quick_check_answers() -> dict[str, tuple[str, str]]:
+    """What a learner who knows the answers types or picks in each quick-check form."""
+    from mhalib.quiz import MultipleChoice, get_question
+    from mhalib.quiz.keys import instructor_keys
+
+    answers = {}
+    for question_id, key in instructor_keys(ASSIGNMENT).items():
+        question = get_question(question_id)
+        if isinstance(question, MultipleChoice):
+            answers[question_id] = ("choice", question.options[key["answer"]])
+        else:
+            answers[question_id] = ("fill", key["answer"])
+    return answers
+
+
 @dataclass
 class Seen:
     """What one learner's browser showed at the end."""
@@ -93,6 +108,8 @@ def instructor_does(hub, *argv: str) -> str:
 
 
 def learner_submits(browser, hub, learner: str, answers: dict[str, str]):
+    """Log in, fetch lesson 01, write ``answers``, answer every quick check in its form,
+    save and submit."""
     context = browser.new_context(viewport={"width": 1100, "height": 640})
     page = context.new_page()
     hub_pages.log_in(page, hub.url, learner, hub.passwords[learner])
@@ -100,7 +117,7 @@ def learner_submits(browser, hub, learner: str, answers: dict[str, str]):
     page.locator(f"{hub_pages.RELEASED} .list_item", has_text=ASSIGNMENT).wait_for()
     hub_pages.fetch_assignment(page, ASSIGNMENT)
     hub_pages.open_fetched_notebook(page, ASSIGNMENT, NOTEBOOK)
-    hub_pages.answer(page, answers)
+    hub_pages.answer(page, answers, quick_check_answers())
     hub_pages.submit(page, ASSIGNMENT)
     return context, page
 
@@ -143,7 +160,8 @@ def journey(class_hub, hub_browser, tmp_path_factory):
     instructor_does(hub, "nbgrader", "collect", ASSIGNMENT)
     grading = instructor_does(hub, "mhalib", "grade", "--assignment", ASSIGNMENT,
                               str(course / "submitted"), "--source", str(course / "source"),
-                              "--course", str(course), "--jobs", "1", "--no-progress")
+                              "--course", str(course), "--jobs", "1", "--no-progress",
+                              "--keys", str(course / "quick_check_keys"))
     instructor_does(hub, "mhalib", "hub", "feedback", ASSIGNMENT)
     clock.done("instructor collects, grades, returns feedback")
 

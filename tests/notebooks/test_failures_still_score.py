@@ -100,7 +100,9 @@ def test_nbgrader_validate_reports_the_failing_test_cells(kind, submissions):
 
 
 @pytest.mark.parametrize("kind", ["blank", "wrong"])
-def test_nbgrader_autograde_scores_failed_checks_zero(kind, submissions, monkeypatch):
+def test_nbgrader_autograde_scores_failed_checks_zero(kind, submissions, monkeypatch,
+                                                     tmp_path_factory):
+    from jupyter_client.manager import KernelManager
     from nbgrader.preprocessors import Execute
     from nbgrader.utils import determine_grade
 
@@ -108,7 +110,13 @@ def test_nbgrader_autograde_scores_failed_checks_zero(kind, submissions, monkeyp
         monkeypatch.setenv(name, value)
     _, paths = submissions
     notebook = nbformat.read(paths[kind], as_version=4)
-    Execute(timeout=600).preprocess(notebook, {"metadata": {"path": str(paths[kind].parent)}})
+    # IPC sockets, not TCP ports: a kernel started beside others once lost its replies to a
+    # race for the same free port, and the run waited out its timeout (as in test_any_order)
+    ipc = tmp_path_factory.mktemp(f"ipc-{kind}")
+    kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(ipc / "ipc"),
+                           connection_file=str(ipc / "kernel.json"))
+    Execute(timeout=300).preprocess(notebook, {"metadata": {"path": str(paths[kind].parent)}},
+                                    km=kernel)
     scores = {}
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})

@@ -62,15 +62,19 @@ def test_source_follows_the_contract(assignment):
     # ungraded practice answers (grade_id "practice_...", no test cell, no points) are free
     practice = [c for c in notebook.cells if meta(c).get("grade_id", "").startswith("practice_")]
     assert all(meta(c).get("solution") and not meta(c).get("grade") for c in practice)
-    assert [a for a in answers if not a.startswith(("qc_", "practice_"))] == exercises
-    questions = [a for a in answers if a.startswith("qc_")]
-    assert 2 <= len(questions) <= 4, questions
+    assert [a for a in answers if not a.startswith("practice_")] == exercises
     tests = [meta(c)["grade_id"] for c in notebook.cells if meta(c).get("grade")]
     for name in exercises:
         graded = [t for t in tests if t.startswith(f"test_{name}")]
         assert f"test_{name}" in graded and f"test_{name}_hidden" in graded, graded
-    for question in questions:
-        assert f"{question}_test" in tests
+    # a quick check is one locked grade cell: its form records the answer (mhalib.quiz)
+    quick = [c for c in notebook.cells if meta(c).get("grade_id", "").startswith("qc_")]
+    assert 3 <= len(quick) <= 5, [meta(c)["grade_id"] for c in quick]
+    for cell in quick:
+        grade_id = meta(cell)["grade_id"]
+        assert cell.source == f'ask("{grade_id}")', cell.source
+        assert meta(cell)["grade"] and meta(cell)["locked"] and not meta(cell)["solution"]
+        assert meta(cell)["points"] == 1 and not cell.metadata.get("tags")
     hidden = [c for c in notebook.cells if "### BEGIN HIDDEN TESTS" in c.source]
     assert {meta(c)["grade_id"] for c in hidden} == {f"test_{n}_hidden" for n in exercises}
     ids = [c.get("id") for c in notebook.cells]
@@ -117,9 +121,40 @@ def test_release_is_in_sync_with_solutions(assignment, graded_course):
     name = notebook_name(assignment)
     assert (REPO / "notebooks" / assignment / name).is_file(), (
         f"notebooks/{assignment}/{name} is missing: run `mhalib release {assignment}`")
-    fresh = normalise(json.loads(graded_course.generated_release(assignment, name).read_text()))
+    fresh = normalise(json.loads(graded_course.generated_release(assignment, name).read_text()),
+                      "practice")  # the committed release is the practice one
     committed = (REPO / "notebooks" / assignment / name).read_text(encoding="utf-8")
     assert fresh == committed, f"notebooks/{assignment} drifted: run `mhalib release {assignment}`"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_committed_release_is_practice_with_the_current_keys(assignment):
+    from mhalib.quiz.keys import RELEASE_FILE, release_data
+
+    committed = json.loads((REPO / "notebooks" / assignment / RELEASE_FILE).read_text())
+    assert committed == release_data(assignment, "practice"), (
+        f"notebooks/{assignment}/{RELEASE_FILE} is stale: run `mhalib release {assignment}`")
+    release = read(REPO / "notebooks" / assignment / notebook_name(assignment))
+    assert release.metadata["mhalib"] == {"quick_checks": "practice"}
+
+
+@nbgrader_run
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_nbgrader_scores_quick_checks_from_the_saved_answers(assignment, graded_course):
+    """With the course's nbgrader config, a quick check's cell ends with the grader's verdict:
+    the solver's recorded answers are right (with the explanation), the blank release's are
+    missing (an error output, hence no points)."""
+    for student, passed in (("solver", True), ("blank", False)):
+        notebook = read(graded_course.autograded(student, assignment, notebook_name(assignment)))
+        quick = [c for c in notebook.cells if meta(c).get("grade_id", "").startswith("qc_")]
+        assert quick
+        for cell in quick:
+            verdict = cell.outputs[-1]
+            if passed:
+                assert verdict.output_type == "stream" and "Right." in verdict.text, verdict
+            else:
+                assert verdict.output_type == "error" and "no answer was recorded" in \
+                    verdict.evalue, verdict
 
 
 @nbgrader_run
@@ -177,8 +212,8 @@ def test_untouched_release_scores_zero(assignment, graded_course):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_release_fails_only_where_answers_are_missing(assignment, graded_course):
     """Test cells fail because the answers are missing (an error output each, which is what
-    gives them no points); a quick check's answer cell still holds nbgrader's stub, which
-    raises; demos that need an unwritten exercise say so in one line (``needs``) and raise
+    gives them no points), quick checks have no recorded answer (the grader's verdict is an
+    error output); demos that need an unwritten exercise say so in one line (``needs``) and raise
     nothing; nothing else has an error."""
     notebook = read(graded_course.autograded("blank", assignment, notebook_name(assignment)))
     unexpected = []
@@ -200,15 +235,18 @@ def test_release_fails_only_where_answers_are_missing(assignment, graded_course)
 def test_run_all_goes_past_every_error_of_the_release(assignment, graded_course):
     """In JupyterLab, Run All stops at the first cell whose execution fails. A failed check does
     not fail its cell (it shows its verdict as the cell's error output, mhalib/checks/api.py:
-    ename CheckFailed); every other error of the untouched release (quick checks' stubs and the
-    test cells that read them) must be in a cell tagged ``raises-exception``, which JupyterLab
+    ename CheckFailed); every other error of the untouched release must be in a cell tagged
+    ``raises-exception``, which JupyterLab
     runs without stopping the queue behind it."""
     notebook = read(graded_course.autograded("blank", assignment, notebook_name(assignment)))
     source = read(REPO / "solutions" / assignment / notebook_name(assignment))
     tagged = {c.get("id") for c in source.cells
               if "raises-exception" in c.get("metadata", {}).get("tags", [])}
+    # a quick check's error output is the grader's verdict (ScoreQuickChecks), not something
+    # its cell raised: ask() raises nowhere but in an autograde run
     stopping = sorted({cell.get("id") for cell, ename, _ in errors(notebook)
-                       if ename != "CheckFailed" and cell.get("id") not in tagged})
+                       if ename != "CheckFailed" and cell.get("id") not in tagged
+                       and not meta(cell).get("grade_id", "").startswith("qc_")})
     assert not stopping, f"Run All would stop at {stopping}: tag them raises-exception"
 
 

@@ -1,14 +1,30 @@
-"""Quick-check answers of lesson 10 (merged into tests/quiz/bank_answers.py)."""
+"""Answers a learner could give to lesson 10's quick checks: right ones written differently
+(ACCEPT) and the slips the lesson warns about (REJECT). Multiple-choice answers are canonical
+option indexes or option texts."""
 
 ACCEPT = {
+    "qc_mla_cache_gib": [
+        "layers * (kv_lora_rank + rope_head_dim) * tokens * batch * bytes_per_value / 2**30",
+        "(kv_lora_rank + rope_head_dim) * layers * batch * tokens * bytes_per_value / 1073741824",
+        "layers * 576 * tokens * batch * bytes_per_value / 1024 / 1024 / 1024",
+    ],
     "qc_mla_groups": ["(kv_lora_rank + rope_head_dim) / (2 * head_dim)",
                       "(kv_lora_rank + rope_head_dim) / head_dim / 2",
                       "0.5 * (kv_lora_rank + rope_head_dim) / head_dim"],
-    "qc_absorbed_query_width": ["b", "B", 1],
-    "qc_rope_blocks_absorption": ["c", 2],
-    "qc_per_head_rope_cache": ["b", 1],
+    "qc_absorbed_query_width": [1, "512, the width of the KV latent"],
+    "qc_alibi_absorption": [0, "Yes: the bias is added after the dot product"],
+    "qc_per_head_rope_cache": [1, "1,536: latent and 16 keys"],
 }
 REJECT = {
+    "qc_mla_cache_gib": [
+        # K and V counted twice; per-head latents; MHA's cache; no RoPE key; GB
+        "2 * layers * (kv_lora_rank + rope_head_dim) * tokens * batch * bytes_per_value / 2**30",
+        "layers * num_heads * 576 * tokens * batch * bytes_per_value / 2**30",
+        "2 * layers * num_heads * head_dim * tokens * batch * bytes_per_value / 2**30",
+        "layers * 512 * tokens * batch * bytes_per_value / 2**30",
+        "layers * 576 * tokens * batch * bytes_per_value / 1e9",
+        "layers * 576 * tokens * batch * bytes_per_value",
+    ],
     "qc_mla_groups": [
         "2.25",  # DeepSeek's value, not the expression
         "(kv_lora_rank + rope_head_dim) / head_dim",  # forgets that a group holds K and V
@@ -16,7 +32,7 @@ REJECT = {
         "num_heads * (kv_lora_rank + rope_head_dim) / (2 * head_dim)",  # per-head latents
         "(kv_lora_rank + rope_head_dim) / (2 * num_heads)",
     ],
-    "qc_absorbed_query_width": ["a", "c", "d"],
-    "qc_rope_blocks_absorption": ["a", "b", "d"],
-    "qc_per_head_rope_cache": ["a", "c", "d"],
+    "qc_absorbed_query_width": [0, 2, 3],
+    "qc_alibi_absorption": [1, 2, 3],
+    "qc_per_head_rope_cache": [0, 2, 3],
 }

@@ -1,75 +1,101 @@
-"""The quick checks of every lesson: right answers in any form pass, wrong ones are explained,
-each form works, and each bank matches its notebook's answer cells."""
+"""Every lesson's quick checks: keys match the questions and the notebook, right answers in
+any form pass for every learner's numbers, the slips are caught with their own explanation,
+and the content rules of the course hold (counts, transfer, per-learner variants)."""
 
 from __future__ import annotations
 
-import importlib
+import json
 
 import nbformat
 import pytest
 
-from mhalib.checks import LESSONS, NOTEBOOKS
-from mhalib.quiz import FillIn, MultipleChoice, QuickCheckWrong, ask, grade, option_digest
+from mhalib.quiz.judge import judge
+from mhalib.quiz.keys import instructor_keys
+from mhalib.quiz.question import FillIn, MultipleChoice
+from mhalib.quiz.variant import rng_for
 from mhalib.release import REPO
-from tests.quiz.bank_answers import ACCEPT, REJECT
+from tests.quiz.banks import LEARNERS, LESSONS, all_items, answers, bank
 
-BANKS = {f"mhalib.quiz.lesson{assignment[:2]}": assignment for assignment in LESSONS}
-QUESTIONS = {question.id: question for bank in BANKS
-             for question in importlib.import_module(bank).QUESTIONS.values()}
-
-
-def right_option(question: MultipleChoice) -> int:
-    right = [i for i in range(len(question.options))
-             if option_digest(question.id, i) == question.key]
-    assert len(right) == 1, f"{question.id}: {len(right)} options match the key"
-    return right[0]
+ITEMS = list(all_items())
+IDS = [qid for _, qid, *_ in ITEMS]
 
 
-def test_every_question_is_tested_both_ways():
-    assert set(QUESTIONS) == set(ACCEPT) == set(REJECT)
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.assignment)
+def test_bank_keys_and_notebook_agree(lesson):
+    questions = bank(lesson)
+    keys = instructor_keys(lesson.assignment)
+    assert set(keys) == set(questions)
+    json.dumps(keys)  # plain data: a practice release copies it into quick_checks.json
+    notebook = nbformat.read(str(REPO / "solutions" / lesson.assignment / lesson.notebook), 4)
+    cells = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in notebook.cells]
+    assert [g for g in cells if g.startswith("qc_")] == list(questions), \
+        "the notebook's quick-check cells and the bank (in notebook order)"
+    tables = answers(lesson)
+    assert set(tables.ACCEPT) == set(tables.REJECT) == set(questions)
 
 
-@pytest.mark.parametrize("qid,answer", [(q, a) for q, answers in ACCEPT.items() for a in answers])
-def test_right_answers_pass(qid, answer):
-    assert grade(qid, answer) is True
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.assignment)
+def test_lesson_has_enough_checks_that_transfer(lesson):
+    questions = list(bank(lesson).values())
+    assert len(questions) >= 3
+    assert 2 * sum(q.transfer for q in questions) >= len(questions), "at least half transfer"
+    variants = [q for q in questions if isinstance(q, FillIn) and q.variant is not None]
+    assert variants, "at least one fill-in with per-learner numbers"
 
 
-@pytest.mark.parametrize("qid,answer", [(q, a) for q, answers in REJECT.items() for a in answers])
-def test_wrong_answers_fail_with_a_reason(qid, answer):
-    with pytest.raises(QuickCheckWrong) as info:
-        grade(qid, answer)
-    assert len(str(info.value)) > len(qid) + 10
-
-
-@pytest.mark.parametrize("qid", sorted(QUESTIONS))
-def test_question_is_well_formed_and_its_form_works(qid):
-    question = QUESTIONS[qid]
-    assert question.id == qid and qid.startswith("qc_")
-    form = ask(qid)
+@pytest.mark.parametrize("item", ITEMS, ids=IDS)
+def test_right_answers_pass_for_every_learner(item):
+    lesson, qid, question, key, _ = item
+    table = answers(lesson).ACCEPT[qid]
     if isinstance(question, MultipleChoice):
-        right = right_option(question)
-        assert set(question.why_wrong) == set(range(len(question.options))) - {right}
-        form.answer.value = form.answer.options[right]
+        for answer in [key.answer, question.options[key.answer], *table]:
+            assert judge(question, key, answer).correct, answer
+        return
+    for learner in LEARNERS:
+        numbers = question.numbers(rng_for(learner, qid))
+        for answer in [key.answer, *key.accepted, *table]:
+            feedback = judge(question, key, answer, numbers)
+            assert feedback.correct, (learner, answer, feedback.message)
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=IDS)
+def test_wrong_answers_fail_and_say_why(item):
+    lesson, qid, question, key, _ = item
+    table = answers(lesson).REJECT[qid]
+    assert table, "every question needs slips to reject"
+    if isinstance(question, MultipleChoice):
+        wrong = set(range(len(question.options))) - {key.answer}
+        assert set(key.why_wrong) == wrong, "every distractor needs its explanation"
+        for index in wrong:
+            feedback = judge(question, key, index)
+            assert not feedback.correct and key.why_wrong[index] in feedback.message
+        for answer in table:
+            assert not judge(question, key, answer).correct, answer
+        return
+    for learner in LEARNERS:
+        numbers = question.numbers(rng_for(learner, qid))
+        for answer in table:
+            feedback = judge(question, key, answer, numbers)
+            assert not feedback.correct and len(feedback.message) > 20, (learner, answer)
+        for slip, why in key.mistakes.items():  # a known slip gets its own explanation
+            feedback = judge(question, key, slip, numbers)
+            assert not feedback.correct and feedback.message.startswith("Not quite. ")
+            assert why.split("{")[0][:40] in feedback.message, (slip, feedback.message)
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=IDS)
+def test_question_is_well_formed(item):
+    lesson, qid, question, key, _ = item
+    assert question.id == qid and qid.startswith("qc_")
+    if isinstance(question, FillIn):
+        assert "____" in question.template
+        assert question.names or question.variant is not None, "say which names it may use"
+        if question.variant is not None:  # the learner's numbers are in the prompt
+            shown = {question.shown_prompt(question.numbers(rng_for(v, qid))) for v in LEARNERS}
+            assert len(shown) > 1, "every learner gets the same numbers"
+            assert "{" not in question.shown_prompt(question.numbers(rng_for("seed:1", qid)))
     else:
-        assert isinstance(question, FillIn) and "____" in question.template
-        for example in question.examples:
-            assert question.judge(example).correct, example
-        form.answer.value = ACCEPT[qid][0]
-    form.check(None)
-    assert "Right" in form.feedback.value
-
-
-@pytest.mark.parametrize("bank", sorted(BANKS))
-def test_bank_matches_the_notebook_answer_cells(bank):
-    assignment = BANKS[bank]
-    notebook = nbformat.read(str(REPO / "solutions" / assignment / NOTEBOOKS[assignment]),
-                             as_version=4)
-    answer_cells = {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells
-                    if c.metadata.get("nbgrader", {}).get("solution")}
-    bank_ids = set(importlib.import_module(bank).QUESTIONS)
-    assert bank_ids == {g for g in answer_cells if g.startswith("qc_")}
-    for qid in bank_ids:  # the solutions notebook's own answer is right
-        namespace = {}
-        exec(answer_cells[qid].replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""),
-             namespace)
-        assert grade(qid, namespace[qid]) is True, qid
+        assert 3 <= len(question.options) <= 5
+        assert len(set(question.options)) == len(question.options)
+    for text in (question.prompt, key.explanation):
+        assert len(text) > 20

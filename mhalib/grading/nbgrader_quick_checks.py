@@ -1,0 +1,84 @@
+"""nbgrader's side of the quick checks: two preprocessors the course's nbgrader config adds.
+
+nbgrader clears every output before it runs a submission, and the learner's kernel never holds
+a key in assessed mode, so a quick check cannot be scored by running its cell. Instead:
+
+- :class:`StashQuickCheckAnswers` runs first when nbgrader sanitizes a submission: it copies the
+  answer recorded in each quick check's cell (:mod:`mhalib.quiz.record`) into the notebook's
+  metadata before ``ClearOutput`` wipes it.
+- :class:`ScoreQuickChecks` runs right after ``Execute``: it judges each stashed answer with the
+  instructor's keys (read here, on the instructor's side) and makes the verdict the cell's
+  output, an error when wrong, so nbgrader's own ``SaveAutoGrades`` gives the points and the
+  feedback shows the explanation.
+
+Without them (plain nbgrader), ``ask()`` raises in an autograde run: no points, never free ones.
+"""
+
+from __future__ import annotations
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from mhalib.quiz.record import MIME, Recorded, bundle, parse, recorded_answers
+
+STASH = "mhalib_quick_check_answers"
+
+
+def _question_cells(nb) -> dict[str, object]:
+    from mhalib.quiz import all_questions
+
+    known = all_questions()
+    found = {}
+    for cell in nb.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        if cell.cell_type == "code" and grade_id in known:
+            found[grade_id] = cell
+    return found
+
+
+class StashQuickCheckAnswers(NbGraderPreprocessor):
+    """Keep the recorded quick-check answers in the notebook's metadata (before ClearOutput)."""
+
+    def preprocess(self, nb, resources):
+        cells = _question_cells(nb)
+        answers = recorded_answers(nb, cells)
+        nb.metadata[STASH] = {qid: {"question": qid, "answer": r.answer, "variant": r.variant}
+                              for qid, r in answers.items()}
+        return nb, resources
+
+
+class ScoreQuickChecks(NbGraderPreprocessor):
+    """Judge the stashed answers with the instructor's keys; the verdict becomes the output."""
+
+    def preprocess(self, nb, resources):
+        from mhalib.grading.graded_notebook import verdict_output
+        from mhalib.grading.quick_checks import judge_recorded
+        from mhalib.quiz.keys import instructor_keys
+
+        cells = _question_cells(nb)
+        if not cells:
+            return nb, resources
+        info = resources.get("nbgrader", {})
+        try:
+            keys = instructor_keys(info.get("assignment", ""))
+        except (OSError, ValueError) as error:
+            self.log.error("quick checks get no points: %s", error)
+            keys = {}
+        stash = nb.metadata.get(STASH, {})
+        for qid, cell in cells.items():
+            recorded = parse(stash.get(qid)) if isinstance(stash, dict) else None
+            verdict = judge_recorded(qid, recorded, info.get("student"), keys)
+            verdict.max_points = float(cell.metadata["nbgrader"].get("points", 1))
+            verdict.points = verdict.share * verdict.max_points
+            cell.outputs = [_record_output(qid, recorded),
+                            nbformat.from_dict(verdict_output(verdict))]
+        return nb, resources
+
+
+def _record_output(qid: str, recorded: Recorded | None) -> dict:
+    from nbformat.v4 import new_output
+
+    data = bundle(qid, recorded.answer if recorded else None,
+                  recorded.variant if recorded else None)
+    assert MIME in data
+    return new_output("display_data", data=data)
