@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.accounting.models import MODELS
 from mhalib.quiz.question import FillIn
 
-# widths and published parameter counts from mhalib.accounting.models
-_WIDTHS = [("GPT-2 small", 768), ("Qwen2 7B", 3584), ("Llama-3.1 8B", 4096),
-           ("Llama-3.1 70B", 8192)]
-_TRAINED = [("Llama-3.1 8B", 8_030_261_248, 8), ("Mistral 7B", 7_241_732_096, 8),
-            ("Qwen2 7B", 7_615_616_512, 16), ("Llama-3.1 70B", 70_553_706_496, 64)]
+# widths and published parameter counts of the course's model table; for _TRAINED, the
+# smallest of the GPU counts drawn (x1, x2 or x4)
+_WIDTHS = [(name, MODELS[name].d_model)
+           for name in ("GPT-2 small", "Qwen2 7B", "Llama-3.1 8B", "Llama-3.1 70B")]
+_TRAINED = [(name, MODELS[name].published_params, gpus)
+            for name, gpus in (("Llama-3.1 8B", 8), ("Mistral 7B", 8), ("Qwen2 7B", 16),
+                               ("Llama-3.1 70B", 64))]
 # dense BF16 Tensor Core peaks from NVIDIA's datasheets (half the figures "with sparsity")
 _CHIPS = [("H100 SXM", 989), ("A100 SXM", 312)]
 

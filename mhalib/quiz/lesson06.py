@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.accounting.models import MODELS
 from mhalib.quiz.question import FillIn, MultipleChoice
 
-# (name, layers, query heads, K/V heads, head dim) from mhalib.accounting.models
-_MODELS = [("Llama-3.1 8B", 32, 32, 8, 128), ("Llama-3.1 70B", 80, 64, 8, 128),
-           ("Llama-3.1 405B", 126, 128, 8, 128), ("Mistral 7B", 32, 32, 8, 128),
-           ("Qwen2 7B", 28, 28, 4, 128)]
+# (name, layers, query heads, K/V heads, head dim) from the course's model table
+_MODELS = [(name, MODELS[name].num_layers, MODELS[name].num_heads, MODELS[name].num_kv_heads,
+            MODELS[name].head_dim)
+           for name in ("Llama-3.1 8B", "Llama-3.1 70B", "Llama-3.1 405B", "Mistral 7B",
+                        "Qwen2 7B")]
 _DTYPES = [("fp8", 1), ("bfloat16", 2), ("float16", 2)]
 
 

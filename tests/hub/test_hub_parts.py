@@ -131,3 +131,20 @@ def test_feedback_is_paired_with_its_submission(tmp_path):
         "submission_secret.txt"
     with pytest.raises(ValueError, match="matches a collected submission"):
         pair_feedback_with_submissions(tmp_path, "02")
+
+
+def test_the_instructors_nbgrader_config_scores_quick_checks(tmp_path, monkeypatch):
+    """The formgrader's autograde on the hub stashes and scores quick checks with the keys that
+    mhalib hub copied into the instructor's private course folder."""
+    from nbgrader.preprocessors import ClearOutput, Execute
+
+    from mhalib.grading.nbgrader_quick_checks import ScoreQuickChecks, StashQuickCheckAnswers
+    from mhalib.hub_class import KEYS_FOLDER, _instructor_nbgrader
+
+    monkeypatch.setenv("MHALIB_QUICK_CHECK_KEYS", "unchanged-by-the-test")
+    config = _exec_config(_instructor_nbgrader(tmp_path))
+    sanitize = config.Autograde.sanitize_preprocessors
+    steps = config.Autograde.autograde_preprocessors
+    assert sanitize.index(StashQuickCheckAnswers) < sanitize.index(ClearOutput)
+    assert steps.index(ScoreQuickChecks) == steps.index(Execute) + 1
+    assert os.environ["MHALIB_QUICK_CHECK_KEYS"] == str(tmp_path / KEYS_FOLDER)
