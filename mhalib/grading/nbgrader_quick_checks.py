@@ -19,7 +19,7 @@ from __future__ import annotations
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from mhalib.quiz.record import MIME, Recorded, bundle, parse, recorded_answers
+from mhalib.quiz.record import Recorded, bundle, parse, recorded_answers
 
 STASH = "mhalib_quick_check_answers"
 
@@ -78,7 +78,5 @@ class ScoreQuickChecks(NbGraderPreprocessor):
 def _record_output(qid: str, recorded: Recorded | None) -> dict:
     from nbformat.v4 import new_output
 
-    data = bundle(qid, recorded.answer if recorded else None,
-                  recorded.variant if recorded else None)
-    assert MIME in data
-    return new_output("display_data", data=data)
+    return new_output("display_data", data=bundle(qid, recorded.answer if recorded else None,
+                                                  recorded.variant if recorded else None))

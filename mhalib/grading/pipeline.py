@@ -43,7 +43,6 @@ class GradingRun:
     feedback: bool = True
     progress: bool = True
     keys: Path | None = None  # the instructor's quick-check keys folder (None: the course's)
-    loaded_keys: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -68,10 +67,10 @@ def unit_seed(base: int | None, student: str, notebook: str) -> int:
 
 
 def make_tasks(submission: Submission, models: list[NotebookModel], run: GradingRun,
-               mode: str, caches: dict[str, dict[str, bytes]] | None = None
-               ) -> list[GradingTask]:
+               mode: str, caches: dict[str, dict[str, bytes]] | None = None,
+               keys: dict | None = None) -> list[GradingTask]:
     """One task per notebook of the assignment for this student (``caches``: the class run's
-    results per notebook)."""
+    results per notebook; ``keys``: the instructor's quick-check keys of the assignment)."""
     return [GradingTask(
         student=submission.student, assignment=run.assignment,
         model=model.for_worker(),
@@ -79,7 +78,7 @@ def make_tasks(submission: Submission, models: list[NotebookModel], run: Grading
         rubric=run.rubric, sandbox=mode, submission=submission.notebooks.get(model.notebook),
         submission_error=submission.errors.get(model.notebook), files=dict(submission.files),
         timestamp=submission.timestamp, class_cache=(caches or {}).get(model.notebook, {}),
-        quick_check_keys=run.loaded_keys)
+        quick_check_keys=keys or {})
         for model in models]
 
 
@@ -117,10 +116,11 @@ def grade_class(run: GradingRun, echo=print) -> RunSummary:
 def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
     started = time.monotonic()
     models = load_assignment(run.assignment, run.source)
+    keys = {}
     if any(model.questions for model in models):  # read on the instructor's side only
         from mhalib.quiz.keys import instructor_keys
 
-        run.loaded_keys = instructor_keys(run.assignment, run.keys)
+        keys = instructor_keys(run.assignment, run.keys)
     by_name = {model.notebook: model for model in models}
     submissions = discover(run.submitted, run.assignment, list(by_name), run.limits, warn=echo)
     if run.students:
@@ -133,7 +133,7 @@ def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
     for model in models:
         ensure_assignment(layout.db_url, model)
     caches = _class_caches(models, run, mode, echo) if submissions else {}
-    batches = [make_tasks(s, models, run, mode, caches) for s in submissions]
+    batches = [make_tasks(s, models, run, mode, caches, keys) for s in submissions]
     writer = ResultWriter(layout, by_name)
     bar = _progress(sum(len(b) for b in batches), run.progress)
 

@@ -56,10 +56,6 @@ def _judge_choice(question: MultipleChoice, key: ChoiceKey, answer, reveal: bool
     return Feedback(False, message)
 
 
-def value_in(question: FillIn, expression: str, binding: dict):
-    return evaluate(expression, binding)
-
-
 def _matches(value, want, rtol: float) -> bool:
     try:
         value = np.asarray(value, dtype=float)
@@ -82,11 +78,11 @@ def _judge_fill_in(question: FillIn, key: FillInKey, answer, numbers: dict,
                                f"{type(answer).__name__}.")
     text = str(answer)
     bindings = question.bindings(numbers)
-    wants = [value_in(question, key.answer, b) for b in bindings]
+    wants = [evaluate(key.answer, b) for b in bindings]
     got = []
     for binding in bindings:
         try:
-            got.append(value_in(question, text, binding))
+            got.append(evaluate(text, binding))
         except ExpressionError as error:
             return Feedback(False, f"Could not use {text!r}: {error}. "
                                    f"{question.names_line()}")
@@ -95,12 +91,12 @@ def _judge_fill_in(question: FillIn, key: FillInKey, answer, numbers: dict,
     if all(_matches(g, w, question.rtol) for g, w in zip(got, wants)):
         return Feedback(True, f"Right. {fill(key.explanation, details)}")
     for slip, why in (key.mistakes or {}).items():
-        slip_values = [value_in(question, slip, b) for b in bindings]
+        slip_values = [evaluate(slip, b) for b in bindings]
         if all(_matches(g, s, question.rtol) for g, s in zip(got, slip_values)):
             message = f"Not quite. {fill(why, details)}"
             break
     else:
-        message = f"Not quite: {_where(question, bindings[0], numbers)}your blank is " \
+        message = f"Not quite: {_where(bindings[0], numbers)}your blank is " \
                   f"{_short(got[0])}. {fill(key.hint, details)}".strip()
     if reveal:
         message += (f" Expected {key.answer} (= {_short(expected)} here). "
@@ -108,7 +104,7 @@ def _judge_fill_in(question: FillIn, key: FillInKey, answer, numbers: dict,
     return Feedback(False, message)
 
 
-def _where(question: FillIn, binding: dict, numbers: dict) -> str:
+def _where(binding: dict, numbers: dict) -> str:
     if numbers:
         return ""
     shown = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import html
-import json
 from dataclasses import dataclass
 
 from mhalib.quiz.variant import is_variant
@@ -95,8 +94,3 @@ def with_answers(notebook: dict, answers: dict, variant: str | None = None) -> d
             data = bundle(grade_id, answers[grade_id], variant)
             cell["outputs"] = [{"output_type": "display_data", "data": data, "metadata": {}}]
     return notebook
-
-
-def dumps(record: Recorded) -> str:
-    return json.dumps({"question": record.question, "answer": record.answer,
-                       "variant": record.variant})

@@ -29,12 +29,6 @@ class QuizSession:
         self._variant: str | None = None
         self._saved: dict | None = None
 
-    @property
-    def mode(self) -> str:
-        if self.release is not None:
-            return self.release["mode"]
-        return "practice" if self._instructor_assignment() else "assessed"
-
     def key_data(self, question_id: str, assignment: str) -> dict | None:
         """The raw key of a question where this kernel may see it (practice only)."""
         if self.release is not None:
