@@ -6,11 +6,8 @@ notebooks/ (nbgrader's "release"); everything a class produces goes under gradin
 
 import os
 
-from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
-
 from mhalib import course
-from mhalib.grading.nbgrader_quick_checks import ScoreQuickChecks, StashQuickCheckAnswers
+from mhalib.grading import nbgrader_quick_checks
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -38,9 +35,4 @@ c.Execute.allow_errors = True
 # Quick checks are scored from the answer saved in the submitted notebook, with the keys on the
 # instructor's side (grading/quick_checks): stash the answers before nbgrader clears outputs,
 # score them right after the notebook ran (mhalib.grading.nbgrader_quick_checks).
-_traits = Autograde.class_traits()
-c.Autograde.sanitize_preprocessors = [
-    StashQuickCheckAnswers, *_traits["sanitize_preprocessors"].make_dynamic_default()]
-_autograde = list(_traits["autograde_preprocessors"].make_dynamic_default())
-_autograde.insert(_autograde.index(Execute) + 1, ScoreQuickChecks)
-c.Autograde.autograde_preprocessors = _autograde
+nbgrader_quick_checks.install(c)

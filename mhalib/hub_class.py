@@ -126,10 +126,7 @@ def _instructor_nbgrader(course: Path) -> str:
     return (
         '"""The instructor\'s nbgrader settings on the class hub (written by mhalib hub)."""\n'
         "import os\n\n"
-        "from nbgrader.converters import Autograde\n"
-        "from nbgrader.preprocessors import Execute\n\n"
-        "from mhalib.grading.nbgrader_quick_checks import ScoreQuickChecks, "
-        "StashQuickCheckAnswers\n\n"
+        "from mhalib.grading import nbgrader_quick_checks\n\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.root = {str(course)!r}\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
@@ -137,12 +134,7 @@ def _instructor_nbgrader(course: Path) -> str:
         "c.ClearSolutions.code_stub = "
         "{'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
         f"os.environ['MHALIB_QUICK_CHECK_KEYS'] = {str(course / KEYS_FOLDER)!r}\n"
-        "_traits = Autograde.class_traits()\n"
-        "c.Autograde.sanitize_preprocessors = [\n"
-        "    StashQuickCheckAnswers, *_traits['sanitize_preprocessors'].make_dynamic_default()]\n"
-        "_steps = list(_traits['autograde_preprocessors'].make_dynamic_default())\n"
-        "_steps.insert(_steps.index(Execute) + 1, ScoreQuickChecks)\n"
-        "c.Autograde.autograde_preprocessors = _steps\n")
+        "nbgrader_quick_checks.install(c)\n")
 
 
 KEYS_FOLDER = "quick_check_keys"  # in the instructor's private course folder

@@ -74,20 +74,9 @@ def is_locked_cell(cell: dict) -> bool:
 
 def known_questions() -> set[str]:
     """Every quick-check id in the course's question banks (one per lesson of the manifest)."""
-    import importlib
+    from mhalib.quiz import all_questions
 
-    from mhalib import course
-
-    found: set[str] = set()
-    for bank in (lesson.quiz for lesson in course.LESSONS):
-        try:
-            module = importlib.import_module(bank)
-        except ModuleNotFoundError as error:
-            if error.name == bank:  # a lesson without quick checks
-                continue
-            raise
-        found.update(getattr(module, "QUESTIONS", {}))
-    return found
+    return set(all_questions())
 
 
 def item_of(grade_id: str, exercises: list[str], questions: set[str]) -> tuple[str, str | None]:

@@ -75,6 +75,20 @@ class ScoreQuickChecks(NbGraderPreprocessor):
         return nb, resources
 
 
+def install(config) -> None:
+    """Add both preprocessors to an nbgrader ``config`` (``c`` of an nbgrader_config.py):
+    the stash first of all, the scoring right after ``Execute``."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    traits = Autograde.class_traits()
+    config.Autograde.sanitize_preprocessors = [
+        StashQuickCheckAnswers, *traits["sanitize_preprocessors"].make_dynamic_default()]
+    steps = list(traits["autograde_preprocessors"].make_dynamic_default())
+    steps.insert(steps.index(Execute) + 1, ScoreQuickChecks)
+    config.Autograde.autograde_preprocessors = steps
+
+
 def _record_output(qid: str, recorded: Recorded | None) -> dict:
     from nbformat.v4 import new_output
 

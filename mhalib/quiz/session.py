@@ -28,6 +28,7 @@ class QuizSession:
         self.answers: dict[str, object] = {}
         self._variant: str | None = None
         self._saved: dict | None = None
+        self._instructor_keys: dict | None = None
 
     def key_data(self, question_id: str, assignment: str) -> dict | None:
         """The raw key of a question where this kernel may see it (practice only)."""
@@ -37,10 +38,12 @@ class QuizSession:
             keys = self.release.get("keys", {})
             return keys.get(question_id) if isinstance(keys, dict) else None
         if self._instructor_assignment() == assignment:
-            try:
-                return key_files.instructor_keys(assignment).get(question_id)
-            except (OSError, key_files.BadKeys):
-                return None
+            if self._instructor_keys is None:
+                try:
+                    self._instructor_keys = key_files.instructor_keys(assignment)
+                except (OSError, key_files.BadKeys):
+                    self._instructor_keys = {}
+            return self._instructor_keys.get(question_id)
         return None
 
     def _instructor_assignment(self) -> str | None:

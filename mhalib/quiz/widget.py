@@ -92,8 +92,7 @@ class QuickCheckForm:
         return str(value)
 
     def record_bundle(self) -> dict:
-        value = self.session.answers.get(self.question.id,
-                                         self.session.previous_answer(self.question.id))
+        value = self.session.previous_answer(self.question.id)  # this kernel's, or saved
         return record.bundle(self.question.id, value, self.variant, self.shown(value))
 
     def check(self, _=None) -> None:
