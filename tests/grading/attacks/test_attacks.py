@@ -1,5 +1,5 @@
 """Every rule of the attack catalogue holds when ``mhalib grade`` grades it (slow: the whole
-catalogue is graded once per session, about 15 minutes on 2 shared cores).
+catalogue is graded once per session, 10 to 16 minutes on 2 shared cores).
 
 Each entry is one test: an attack passes when the grader refused its credit or flagged it as
 its rules allow; a control passes when it kept every point with no review flag. Set
