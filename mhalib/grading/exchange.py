@@ -8,9 +8,12 @@ trusting them: regular files only, links never followed, sizes capped.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import stat
+
+from mhalib.grading.warden import OUTCOME_FILE, SEALED_DIR
 
 MAX_RECORD_BYTES = 24 * 1024 * 1024
 
@@ -60,18 +63,33 @@ def read_capped(path: str, cap: int) -> tuple[str | None, bool]:
     return blob[:cap].decode("utf-8", "replace"), len(blob) > cap
 
 
+def learner_outcome(task_dir: str) -> dict | None:
+    """How the learner's process ended, as the warden sealed it (None when it did not)."""
+    text, _ = read_capped(os.path.join(task_dir, SEALED_DIR, OUTCOME_FILE), 4096)
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("exit_code"), int):
+        return None
+    return {"exit_code": data["exit_code"], "timed_out": bool(data.get("timed_out"))}
+
+
 def collect(task_dir: str, limits: dict) -> dict:
-    """Step log, records and setup error of a finished notebook, as capped text."""
+    """Step log, sealed records and setup error of a finished notebook, as capped text.
+
+    ``records`` maps each seal's name (``<exercise>.<session>``) to its text: only what the
+    warden wrote counts; the learner's process could not write there."""
     steps_cap = 3 * int(limits.get("output_bytes", 1_000_000)) + (1 << 20)
     steps, truncated = read_capped(os.path.join(task_dir, "steps.jsonl"), steps_cap)
     setup_error, _ = read_capped(os.path.join(task_dir, "setup_error.txt"), 2000)
     out = {"steps": steps or "", "steps_truncated": truncated, "records": {},
            "cache": {}, "setup_error": setup_error}
-    for kind in ("records", "cache"):  # cache: a class run's exported cells
-        folder = os.path.join(task_dir, kind)
+    for kind, folder in (("records", SEALED_DIR), ("cache", "cache")):  # cache: a class run's
+        folder = os.path.join(task_dir, folder)                           # exported cells
         names = sorted(os.listdir(folder))[:64] if os.path.isdir(folder) else []
         for name in names:
-            if name.endswith(".json"):
+            if name.endswith(".json") and name != OUTCOME_FILE:
                 text, cut = read_capped(os.path.join(folder, name), MAX_RECORD_BYTES)
                 if text is not None:
                     out[kind][name[:-5]] = None if cut else text

@@ -3,7 +3,8 @@
 This replaces a Jupyter kernel for grading: an IPython shell created once in the warm zygote
 (before the fork, so each notebook starts from the same clean, pre-imported state) runs the
 cells, collects their outputs under a byte budget, and, where the grader's plan says so, records
-what the learner's functions return on grader-chosen inputs (``mhalib.checks.record_exercises``).
+what the learner's functions return on inputs the warden draws then
+(``mhalib.checks.record_exercises``, :mod:`mhalib.grading.warden`).
 Quick-check answers are read from the submitted file, outside the sandbox. Everything goes to
 files in the exchange folder, written as soon as each step ends, so a notebook that crashes or
 hangs later keeps what it already produced.
@@ -67,7 +68,18 @@ def make_shell() -> GraderShell:
         shell.enable_matplotlib("inline")  # figures become display_data, as in Jupyter
     except Exception as error:  # matplotlib missing or broken: cells that plot will say so
         print(f"mhalib grader: inline matplotlib unavailable ({error})", file=sys.__stderr__)
+    warm_up_shell(shell)
     return shell
+
+
+def warm_up_shell(shell: GraderShell) -> None:
+    """Run a cell, an expression and a failing cell once, so that everything IPython imports
+    lazily on those paths (the debugger, traceback formatting) is imported before forking: a
+    physical check's measured process may not open a file."""
+    for source in ("_mhalib_warm = 1", "_mhalib_warm", "raise ValueError('warm-up')",
+                   "def _mhalib_f(:\n    pass", "del _mhalib_warm"):
+        shell.run_cell(source, store_history=False, silent=True)
+    shell.user_ns.pop("_mhalib_warm", None)
 
 
 def _alarm(signum, frame):
@@ -178,9 +190,9 @@ def _run_cell_step(shell: GraderShell, step: dict, budget: OutputBudget, limits:
 def run_plan(shell: GraderShell, plan: dict, exchange_dir: str) -> None:
     """Execute the grader's plan: cells in order, recording steps where the tests were."""
     from mhalib.checks import record_exercises
+    from mhalib.grading.warden_client import WardenClient
 
     limits = Limits.from_dict(plan.get("limits", {}))
-    seed = int(plan["seed"])
     budget = OutputBudget(limits.output_bytes, limits.cell_output_bytes)
     shell.display_pub.budget = budget
     shell.displayhook.budget = budget
@@ -200,9 +212,9 @@ def run_plan(shell: GraderShell, plan: dict, exchange_dir: str) -> None:
         status = "ok"
         try:
             if step.get("exercises"):
-                record_exercises(namespace, list(step["exercises"]), seed,
-                                 os.path.join(exchange_dir, "records"),
-                                 call_timeout=limits.call_seconds)
+                with WardenClient() as warden:
+                    record_exercises(namespace, list(step["exercises"]), warden,
+                                     call_timeout=limits.call_seconds)
         except BaseException as error:  # noqa: BLE001 - report, and keep grading later steps
             status = f"error: {type(error).__name__}: {str(error)[:300]}"
         try:

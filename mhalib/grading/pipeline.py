@@ -78,7 +78,7 @@ def make_tasks(submission: Submission, models: list[NotebookModel], run: Grading
         rubric=run.rubric, sandbox=mode, submission=submission.notebooks.get(model.notebook),
         submission_error=submission.errors.get(model.notebook), files=dict(submission.files),
         timestamp=submission.timestamp, class_cache=(caches or {}).get(model.notebook, {}),
-        quick_check_keys=keys or {})
+        quick_check_keys=keys or {}, fixed_seed=run.seed is not None)
         for model in models]
 
 

@@ -181,6 +181,8 @@ def build_plan(notebook: dict, model: NotebookModel) -> Plan:
         if cell["cell_type"] != "code":
             continue
         steps.append({"kind": "cell", "index": index, "source": cell["source"]})
+        if len(steps) == 1:  # the set-up cell: a physical check runs it again whole
+            steps[0]["setup"] = True
         key = cacheable.pop(cell["source"].strip(), None) if cell["origin"] == "learner" \
             and "nbgrader" not in cell["metadata"] else None
         if key is not None:  # the release's own source: the class run's results may stand in
@@ -200,6 +202,9 @@ def _record_step(items: list[str], kind_of: dict) -> dict:
             "exercises": [i for i in items if kind_of.get(i, "exercise") == "exercise"]}
 
 
-def sandbox_plan(plan: Plan, seed: int, limits: dict) -> dict:
-    """What is sent into the sandbox: steps, seed and limits (no cells, no hidden tests)."""
-    return {"seed": int(seed), "limits": dict(limits), "steps": plan.steps}
+def sandbox_plan(plan: Plan, seed: int | None, limits: dict) -> dict:
+    """What is sent into the sandbox: steps, limits and, for a reproducible run only, the seed
+    the warden derives every exercise's inputs from (no cells, no hidden tests). Without it the
+    warden draws each exercise's inputs when the notebook reaches its test."""
+    return {"seed": None if seed is None else int(seed), "limits": dict(limits),
+            "steps": plan.steps}

@@ -49,6 +49,9 @@ class GradingTask:
     timestamp: str | None = None
     class_cache: dict[str, bytes] = field(default_factory=dict)  # from the class run
     quick_check_keys: dict = field(default_factory=dict)  # the instructor's keys (data)
+    # True when the instructor fixed the seed (--seed): the warden then derives every
+    # exercise's inputs from ``seed`` (reproducible); otherwise it draws them at call time
+    fixed_seed: bool = False
 
     @property
     def notebook(self) -> str:

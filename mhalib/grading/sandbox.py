@@ -25,7 +25,17 @@ from mhalib.grading.sandbox_package import write_answer_free_copy
 PACKAGE_MOUNT = "/opt/mhalib-grader"
 EXCHANGE = "/exchange"
 EXCHANGE_BYTES = 192 * 1024 * 1024
-PREIMPORT = ["numpy", "torch", "matplotlib", "IPython", "mhalib.checks", "mhalib.quiz"]
+PREIMPORT = ["numpy", "torch", "matplotlib", "IPython", "mhalib.checks", "mhalib.quiz",
+             "torch.utils.flop_counter", "ipywidgets", "IPython.display"]
+
+
+def preimports() -> list[str]:
+    """What the zygote imports once: the libraries, then every lesson's plots and widgets (the
+    set-up cells import them), so that neither a notebook nor a physical check's replay (which
+    may open no file) pays for an import."""
+    from mhalib import course
+
+    return PREIMPORT + [lesson.viz for lesson in course.LESSONS]
 STARTUP_SECONDS = 120.0
 MAX_REPLY_BYTES = 512 * 1024 * 1024
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
@@ -157,11 +167,11 @@ class Sandbox:
         if self.mode == "none":
             exchange = str(self._home / "exchange")
             os.makedirs(exchange, exist_ok=True)
-            config = {"exchange": exchange, "namespaces": False, "preimport": PREIMPORT,
+            config = {"exchange": exchange, "namespaces": False, "preimport": preimports(),
                       "fontcache": fontcache}
             env = self._environment(exchange, str(self._package), str(self._home))
             return [sys.executable, "-m", "mhalib.grading.zygote", json.dumps(config)], env
-        config = {"exchange": EXCHANGE, "namespaces": True, "preimport": PREIMPORT,
+        config = {"exchange": EXCHANGE, "namespaces": True, "preimport": preimports(),
                   "fontcache": "/opt/mpl-seed/fontlist.json" if fontcache else None,
                   "rebind": prefixes_under_private_tops()}
         # /proc, /dev and /tmp first: a Python installation under /tmp is bound on top of them

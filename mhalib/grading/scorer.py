@@ -1,8 +1,9 @@
 """Scores decided outside the learner's kernel: records in, verdicts and points out.
 
-Runs in the grader's own process (never in the sandbox). Every exercise's record is judged by
-``mhalib.checks.judge_record``, which re-generates the inputs from the seed and compares with
-the answer key; its verdict earns points under the rubric (:mod:`mhalib.grading.credit`).
+Runs in the grader's own process (never in the sandbox). Every exercise is judged from what the
+warden sealed (``mhalib.checks.judge_seals``): the record of its cases, whose inputs are
+re-generated from the seed the warden issued, and for a measured exercise its physical check;
+the verdict earns points under the rubric (:mod:`mhalib.grading.credit`).
 Quick checks are judged from the answers recorded in the submitted notebook, with the
 instructor's keys (:mod:`mhalib.grading.quick_checks`). A missing, unreadable or hostile record
 gives 0 for that item with the reason, never an exception.
@@ -34,10 +35,11 @@ def _parse(text: str | None) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def judge_exercise(name: str, text: str | None, present: bool, seed: int,
-                   not_reached: str | None, rubric: Rubric) -> tuple[ItemVerdict, Credit]:
-    """Verdict of exercise ``name`` from its record text, and the credit it earns."""
-    from mhalib.checks import judge_record
+def judge_exercise(name: str, seals: dict, present: bool, not_reached: str | None,
+                   rubric: Rubric) -> tuple[ItemVerdict, Credit]:
+    """Verdict of exercise ``name`` from the texts of its seals (``generic``, and ``physical``
+    for a measured exercise), and the credit it earns."""
+    from mhalib.checks import judge_seals
 
     def failure(diagnosis: str, *flags: str) -> tuple[ItemVerdict, Credit]:
         return ItemVerdict.failure("exercise", name, diagnosis, *flags), Credit(0.0)
@@ -45,11 +47,11 @@ def judge_exercise(name: str, text: str | None, present: bool, seed: int,
     if not present:
         reason = not_reached or "no record was written for it"
         return failure(f"{name}: not graded: {reason}.", "no_record")
-    record = _parse(text)
-    if record is None:
+    generic = _parse(seals.get("generic"))
+    if generic is None:
         return failure(f"{name}: the grading record was too large or unreadable.", "bad_record")
     try:
-        verdict = judge_record(name, record, seed)
+        verdict = judge_seals(name, generic, _parse(seals.get("physical")))
         credit = exercise_credit(verdict, rubric)
     except Exception as error:  # the judge promises not to raise; belt and braces
         return failure(f"{name}: the record could not be judged ({type(error).__name__}).",
@@ -65,12 +67,24 @@ def judge_exercise(name: str, text: str | None, present: bool, seed: int,
     return item, credit
 
 
-def score_notebook(model: NotebookModel, records: dict, answers: dict, seed: int,
+def seals_by_exercise(records: dict, exercises) -> dict[str, dict]:
+    """The sandbox's ``{"<exercise>.<session>": text}`` as ``{exercise: {session: text}}``,
+    keeping only the exercises of the notebook and the sessions the warden writes."""
+    found: dict[str, dict] = {}
+    for key, text in (records or {}).items():
+        name, _, session = str(key).rpartition(".")
+        if name in exercises and session in ("generic", "physical"):
+            found.setdefault(name, {})[session] = text
+    return found
+
+
+def score_notebook(model: NotebookModel, records: dict, answers: dict,
                    not_reached: dict[str, str], rubric: Rubric, student: str | None = None,
                    keys: dict | None = None) -> dict[str, ItemVerdict]:
     """Verdicts of every exercise and quick check, with points, max points and credit notes.
 
-    ``records`` maps exercise -> record text (None: present but too large); ``answers`` maps
+    ``records`` maps exercise -> {session: seal text (None: present but too large)}, where a
+    recorded exercise has a ``generic`` seal; ``answers`` maps
     quick check -> :class:`~mhalib.quiz.record.Recorded` read from the submission;
     ``not_reached`` maps exercises whose recording step never ran -> the reason. Points are
     exact (rounding is for display only).
@@ -79,7 +93,8 @@ def score_notebook(model: NotebookModel, records: dict, answers: dict, seed: int
 
     verdicts: dict[str, ItemVerdict] = {}
     for name in model.exercises:
-        verdict, credit = judge_exercise(name, records.get(name), name in records, seed,
+        seals = records.get(name, {})
+        verdict, credit = judge_exercise(name, seals, "generic" in seals,
                                          not_reached.get(name), rubric)
         verdict.max_points = model.points_of(name)
         verdict.credit = credit.note(verdict.max_points)

@@ -28,7 +28,7 @@ from mhalib.grading.plan import (
 )
 from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
 from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
-from mhalib.grading.scorer import grade_cell_scores, score_notebook
+from mhalib.grading.scorer import grade_cell_scores, score_notebook, seals_by_exercise
 from mhalib.quiz.record import recorded_answers
 
 _SANDBOXES: dict[str, Sandbox] = {}
@@ -102,7 +102,8 @@ def _run(task: GradingTask, plan: Plan) -> dict:
                  for path, data in task.files.items()}  # the zygote's JSON wire format
         cache = {name: base64.b64encode(data).decode("ascii")
                  for name, data in task.class_cache.items()}
-        reply = sandbox.run(sandbox_plan(plan, task.seed, task.limits.to_dict()), files, cache)
+        reply = sandbox.run(sandbox_plan(plan, task.seed if task.fixed_seed else None,
+                                           task.limits.to_dict()), files, cache)
         reply["isolation"] = sandbox.info.get("isolation")
         return reply
     except (SandboxError, OSError, ValueError) as error:
@@ -145,11 +146,10 @@ def grade_unit(task: GradingTask) -> GradingResult:
         outcome = read_outcome(reply, plan.steps, task.limits)
     else:
         outcome = Outcome()
-    records = {k: v for k, v in (reply.get("records") or {}).items() if k in model.exercises}
+    records = seals_by_exercise(reply.get("records"), model.exercises)
     answers = recorded_answers(submitted, model.questions)  # read here, never in the sandbox
-    verdicts = score_notebook(model, records, answers, task.seed,
-                              _not_reached(model, outcome, plan), task.rubric, task.student,
-                              task.quick_check_keys)
+    verdicts = score_notebook(model, records, answers, _not_reached(model, outcome, plan),
+                              task.rubric, task.student, task.quick_check_keys)
     _explain_missing(verdicts, plan, outcome)
     issues = [*plan.issues, *outcome.issues]
     if task.sandbox == "none":
@@ -180,7 +180,7 @@ def grader_error_result(task: GradingTask, error: BaseException) -> GradingResul
     """A result that gives 0 everywhere and says the grader failed (flag ``grader_error``)."""
     model = task.model
     message = f"the grader failed on this notebook ({type(error).__name__}: {error})"[:500]
-    verdicts = score_notebook(model, {}, {}, task.seed,
+    verdicts = score_notebook(model, {}, {},
                               {i: message for i in model.exercises}, task.rubric)
     for question in model.questions:
         verdicts[question] = ItemVerdict.failure("quick_check", question,

@@ -28,7 +28,7 @@ import signal
 import sys
 import time
 
-from mhalib.grading import exchange, sysns
+from mhalib.grading import exchange, sysns, warden
 
 SCRATCH = "/scratch"
 _REBIND: list[tuple[str, str]] = []  # (hold, prefix) pairs, from the sandbox's config
@@ -57,6 +57,12 @@ def _preimport(config: dict) -> list[str]:
         import matplotlib.pyplot  # noqa: F401 - builds the font list once, before forking
     except Exception as error:
         warnings.append(f"matplotlib unavailable: {error}")
+    try:  # torch reads the CPU's features on its first operation: once, before forking
+        from mhalib.grading.warden import warm_up
+
+        warm_up()
+    except Exception as error:
+        warnings.append(f"torch warm-up failed: {type(error).__name__}: {error}")
     return warnings
 
 
@@ -92,8 +98,19 @@ def _vm_size_bytes() -> int:
     return 0
 
 
-def _become_learner(shell, request: dict, task_dir: str, workdir: str) -> None:
-    """Limits, environment and then the plan; this process never returns."""
+def _become_learner(shell, request: dict, task_dir: str, workdir: str,
+                    isolated: bool = False) -> None:
+    """Limits, environment and then the plan; this process never returns.
+
+    With namespaces the learner's process first takes a mount namespace of its own in which the
+    warden's sealed folder is an empty read-only tmpfs, then drops every capability: nothing it
+    runs can read or change a sealed record, or undo either step."""
+    if isolated:
+        sysns.unshare(sysns.CLONE_NEWNS)
+        sysns.make_mounts_private()
+        sysns.mount("tmpfs", os.path.join(task_dir, warden.SEALED_DIR), "tmpfs",
+                    sysns.MS_RDONLY | sysns.MS_NOSUID | sysns.MS_NODEV, "size=4k,mode=0500")
+        sysns.drop_all_capabilities()
     limits = request["plan"]["limits"]
     address_space = _vm_size_bytes() + int(limits["memory_mb"]) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
@@ -108,7 +125,8 @@ def _become_learner(shell, request: dict, task_dir: str, workdir: str) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing too much fails, it does not kill
     os.chdir(workdir)
-    os.environ.update({"HOME": workdir, "TMPDIR": "/tmp", "PWD": workdir})
+    os.environ.update({"HOME": workdir, "TMPDIR": "/tmp", "PWD": workdir,
+                       warden.ENV_SOCKET: os.path.join(task_dir, warden.SOCKET_NAME)})
     from mhalib.grading.executor import run_plan
 
     run_plan(shell, request["plan"], task_dir)
@@ -133,7 +151,11 @@ def _close_fds(keep: tuple[int, ...] = ()) -> None:
 def _note_setup_error(task_dir: str, error: BaseException) -> None:
     try:
         with open(os.path.join(task_dir, "setup_error.txt"), "w", encoding="utf-8") as handle:
-            handle.write(f"{type(error).__name__}: {error}"[:2000])
+            import traceback
+
+            where = traceback.extract_tb(error.__traceback__)[-3:]
+            trail = "; ".join(f"{f.name}:{f.lineno}" for f in where)
+            handle.write(f"{type(error).__name__}: {error} (at {trail})"[:2000])
     except OSError:
         pass
 
@@ -149,7 +171,8 @@ def _rebind_python_prefixes() -> None:
 
 
 def _reaper(shell, request: dict, task_dir: str) -> None:
-    """PID 1 of the notebook's namespaces: fresh file systems, no capabilities, one learner."""
+    """PID 1 of the notebook's namespaces: fresh file systems, then the warden, which runs the
+    learner's process (no capabilities) and, once it has ended, the physical checks."""
     scratch_bytes = int(request["plan"]["limits"]["scratch_mb"]) * 1024 * 1024
     sysns.make_mounts_private()
     sysns.mount("proc", "/proc", "proc", sysns.MS_NOSUID | sysns.MS_NODEV | sysns.MS_NOEXEC, None)
@@ -162,21 +185,64 @@ def _reaper(shell, request: dict, task_dir: str) -> None:
     workdir = os.path.join(SCRATCH, "work")
     shutil.copytree(os.path.join(task_dir, "input"), workdir)
     sysns.prctl(sysns.PR_SET_DUMPABLE, 0)
-    sysns.drop_all_capabilities()
+    code = _supervise(shell, request, task_dir, workdir, isolated=True)
+    os._exit(code)
+
+
+def _supervise(shell, request: dict, task_dir: str, workdir: str, isolated: bool) -> int:
+    """Run the learner's process under a :class:`~mhalib.grading.warden.Warden`, then the
+    physical checks; returns the learner's exit code (its outcome is in ``learner.json``)."""
+    limits = request["plan"]["limits"]
+    started = time.monotonic()
+    keeper = warden.Warden(request["plan"], task_dir, shell)
     learner = os.fork()
     if learner == 0:
         try:
-            _become_learner(shell, request, task_dir, workdir)
+            keeper.listener.close()
+            if not isolated:
+                _quiet_stdio()
+                _close_fds()
+                os.setsid()
+                sysns.prctl(sysns.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
+            _become_learner(shell, request, task_dir, workdir, isolated)
         finally:
             os._exit(0)
-    while True:  # reap everything; stop when the learner's own process ends
+    code, timed_out = keeper.serve(learner, started + float(limits["notebook_seconds"]))
+    keeper.close()
+    if isolated:
+        _kill_namespace()
+    else:
+        _kill_descendants(learner)
+    outcome = {"exit_code": code, "timed_out": timed_out,
+               "seconds": round(time.monotonic() - started, 4)}
+    keeper.seal_outcome(outcome)
+    keeper.run_physical_checks(started + float(limits["notebook_seconds"])
+                               + physical_seconds(request["plan"]))
+    return code
+
+
+def physical_seconds(plan: dict) -> float:
+    """Seconds after the notebook for its physical checks (each measured exercise's share)."""
+    from mhalib.checks.registry import get_exercise
+
+    per_check = float(plan.get("limits", {}).get("physical_seconds", 30.0))
+    names = {name for step in plan.get("steps", ()) if step.get("kind") == "record"
+             for name in step.get("exercises", ())}
+    return per_check * sum(getattr(get_exercise(n), "physical", None) is not None
+                           for n in names)
+
+
+def _kill_namespace() -> None:
+    """As PID 1 of the namespace: kill every other process in it and reap them."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    while True:
         try:
-            pid, status = os.wait()
+            os.wait()
         except ChildProcessError:
-            os._exit(EXIT_SETUP_FAILED)
-        if pid == learner:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
+            return
 
 
 def _spawn_isolated(shell, request: dict, task_dir: str) -> tuple[int, int | None]:
@@ -214,6 +280,7 @@ def _spawn_isolated(shell, request: dict, task_dir: str) -> tuple[int, int | Non
 
 
 def _spawn_plain(shell, request: dict, task_dir: str) -> int:
+    """Without namespaces the zygote's own child is the warden (it runs no learner code)."""
     workdir = os.path.join(task_dir, "input")
     pid = os.fork()
     if pid == 0:
@@ -222,9 +289,10 @@ def _spawn_plain(shell, request: dict, task_dir: str) -> int:
             _close_fds()
             os.setsid()
             sysns.prctl(sysns.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
-            _become_learner(shell, request, task_dir, workdir)
+            sysns.prctl(sysns.PR_SET_CHILD_SUBREAPER, 1)
+            os._exit(_supervise(shell, request, task_dir, workdir, isolated=False))
         finally:
-            os._exit(0)
+            os._exit(EXIT_SETUP_FAILED)
     return pid
 
 
@@ -286,7 +354,8 @@ def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
     exchange.write_inputs(request.get("files", {}), os.path.join(task_dir, "input"))
     exchange.write_inputs(request.get("class_cache", {}), os.path.join(task_dir, "class_cache"))
     started = time.monotonic()
-    deadline = started + float(request["plan"]["limits"]["notebook_seconds"])
+    deadline = started + float(request["plan"]["limits"]["notebook_seconds"]) + (
+        physical_seconds(request["plan"]) + 10.0)
     if isolated:
         pid, reaper = _spawn_isolated(shell, request, task_dir)
 
@@ -304,6 +373,9 @@ def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
             _kill_descendants(pid)
     code, max_rss, timed_out, cpu = _wait(pid, deadline, on_timeout)
     _kill_descendants(None if isolated else pid)
+    learner = exchange.learner_outcome(task_dir)
+    if learner is not None and code != EXIT_SETUP_FAILED:
+        code, timed_out = learner["exit_code"], learner["timed_out"] or timed_out
     result = {"op": "result", "exit_code": code, "timed_out": timed_out,
               "setup_failed": code == EXIT_SETUP_FAILED,
               "seconds": round(time.monotonic() - started, 4), "max_rss_kb": max_rss,

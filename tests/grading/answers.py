@@ -73,9 +73,12 @@ def raises(q, k, v):
 
 
 def record_text(exercise_name: str, func, seed: int) -> str:
-    """The record ``func`` leaves when graded with ``seed`` (as the sandbox would write it)."""
+    """The seal the warden writes when ``func`` is graded with ``seed`` (its record, made here
+    by the real probe, with the seed the warden issued)."""
+    from mhalib.checks.physical import SEAL_FORMAT
     from mhalib.checks.probe import probe
     from mhalib.checks.registry import get_exercise
 
-    return json.dumps(probe(get_exercise(exercise_name), func, seed, "grading",
-                            call_timeout=5.0))
+    record = probe(get_exercise(exercise_name), func, seed, "grading", call_timeout=5.0)
+    return json.dumps({"format": SEAL_FORMAT, "exercise": exercise_name, "session": "generic",
+                       "seed": seed, "record": record, "facts": {}})
