@@ -12,7 +12,6 @@ from mhalib.accounting.models import MODELS
 from mhalib.accounting.roofline import H100_SXM
 from mhalib.quiz.question import FillIn, MultipleChoice
 
-
 # one H100 SXM holds 80 GB; the question's model (bf16 weights) and cache must fit in it, so
 # only models of about 8B parameters whose context reaches the 64k tokens drawn (Mistral 7B's
 # sliding window of 4,096 tokens would cap its cache)
