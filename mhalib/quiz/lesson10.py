@@ -18,13 +18,19 @@ def _mla_shapes(rng: np.random.Generator) -> list[dict]:
             for rank, rope, head, heads in shapes]
 
 
+# published context lengths (README of github.com/deepseek-ai/DeepSeek-V2 and -V3): the tokens
+# drawn stay within them
+_MLA_CONTEXT = {"DeepSeek-V3": 131072, "DeepSeek-V2": 131072, "DeepSeek-V2-Lite": 32768}
+
+
 def _mla_cache(rng: np.random.Generator) -> dict:
     model = MODELS[str(rng.choice(["DeepSeek-V3", "DeepSeek-V2", "DeepSeek-V2-Lite"]))]
     dtype, size = [("bfloat16", 2), ("fp8", 1), ("float32", 4)][rng.integers(3)]
+    tokens = [t for t in (4096, 16384, 32768, 65536) if t <= _MLA_CONTEXT[model.name]]
     return {"model": model.name, "layers": model.num_layers, "num_heads": model.num_heads,
             "head_dim": model.head_dim, "kv_lora_rank": model.kv_lora_rank,
             "rope_head_dim": model.qk_rope_head_dim,
-            "tokens": int(rng.choice([4096, 16384, 32768, 65536])),
+            "tokens": int(rng.choice(tokens)),
             "batch": int(rng.choice([2, 4, 8, 16, 32])), "dtype": dtype,
             "bytes_per_value": size, "bytes_text": f"{size} byte{'s' if size > 1 else ''}"}
 
