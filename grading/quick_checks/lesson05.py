@@ -70,8 +70,11 @@ KEYS = {
                            "linear work on top of the projections' 8 N d^2.",
             "4 * d_model": "Count both MLP products: each costs 2 N d (4 d) = 8 N d^2, so "
                            "16 N d^2 together.",
-            "8 * d_model": "That counts three MLP products (a SwiGLU MLP, as in Llama); "
-                           "this block's MLP has two, 16 N d^2 together.",
+            "8 * d_model": "That counts three MLP products of width 4 d_model. A SwiGLU "
+                           "MLP (Llama) does have three, but its width is usually cut to "
+                           "about 8/3 d_model (3.5 d_model in Llama-3.1 8B) so that it costs "
+                           "about as much as two of width 4 d_model; this block's MLP has "
+                           "two, 16 N d^2 together.",
         },
         "accepted": ["(8 + 16) * d_model / 4", "3 * 2 * d_model"],
     },

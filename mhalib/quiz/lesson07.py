@@ -69,8 +69,8 @@ QUESTIONS = {
         prompt="A learner's online softmax multiplies row_sum by exp(m - m') at every block "
                "but adds each block to acc without that factor (acc = acc + weights @ v_blk). "
                "On which inputs does it still return exact attention?",
-        options=("When each row's largest score is in the first block",
-                 "When all scores are small, say between -1 and 1",
+        options=("When all scores are small, say between -1 and 1",
+                 "When each row's largest score lies in its first block of keys",
                  "When block_size divides N_k, so that no block is ragged",
                  "When the loop runs in float64 instead of float32"),
         transfer=True,
@@ -80,10 +80,10 @@ QUESTIONS = {
         prompt="Decoding: one new query (N_q = 1) attends to a cache of N_k keys with your "
                "online_softmax_attention, block_size fixed. How does its extra memory (beyond "
                "q, k, v and the output) change as N_k grows?",
-        options=("It does not grow: the same for every N_k",
-                 "It grows like N_k, as the naive path's does",
-                 "It grows like N_k / block_size: one state per block",
-                 "It grows like N_k^2, as scores do"),
+        options=("It grows like N_k, as the naive path's does",
+                 "It grows like N_k^2, as scores do",
+                 "It does not grow: the same for every N_k",
+                 "It grows like N_k / block_size: one state per block"),
         transfer=True,
     ),
     "qc_kv_reads": FillIn(

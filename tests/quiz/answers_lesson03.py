@@ -9,8 +9,8 @@ ACCEPT = {
     "qc_sink_entropy": ["-a * np.log(a) - (1 - a) * np.log(1 - a) + (1 - a) * np.log(N - 1)",
                         "-(a * math.log(a) + (N - 1) * ((1 - a) / (N - 1)) * "
                         "math.log((1 - a) / (N - 1)))"],
-    "qc_entropy_direction": [0, "It falls, though it stays above 0"],
-    "qc_split_jacobian": [0],
+    "qc_entropy_direction": [2, "It falls, though it stays above 0"],
+    "qc_split_jacobian": [3],
 }
 REJECT = {
     "qc_dot_variance": ["d_k", "d_k * (var_q + var_k)", "var_q * var_k",
@@ -20,6 +20,6 @@ REJECT = {
     "qc_sink_entropy": ["math.log(N)", "-a * math.log(a) - (1 - a) * math.log(1 - a)",
                         "-a * math.log(a)", "-a * math.log(a) - (1 - a) * math.log(1 / (N - 1))",
                         "math.log(N - 1)"],
-    "qc_entropy_direction": [1, 2, 3, "It stays the same: only score differences matter"],
-    "qc_split_jacobian": [1, 2, 3],
+    "qc_entropy_direction": [0, 1, 3, "It stays the same: only score differences matter"],
+    "qc_split_jacobian": [0, 1, 2],
 }

@@ -3,7 +3,7 @@
 option indexes or option texts."""
 
 ACCEPT = {
-    "qc_gqa_savings": [0, "The KV cache and the W_K, W_V weights"],
+    "qc_gqa_savings": [2, "The KV cache and the W_K, W_V weights"],
     "qc_kv_cache_gib": ["2*layers*kv_heads*head_dim*tokens*batch*bytes_per_value/2**30",
                         "layers * kv_heads * head_dim * tokens * batch * bytes_per_value "
                         "* 2 / 1024 / 1024 / 1024"],
@@ -12,7 +12,7 @@ ACCEPT = {
                            "(h // (num_heads // num_kv_heads)) * num_heads // num_kv_heads"],
 }
 REJECT = {
-    "qc_gqa_savings": [1, 2, 3],
+    "qc_gqa_savings": [0, 1, 3],
     "qc_kv_cache_gib": ["2*layers*num_heads*head_dim*tokens*batch*bytes_per_value/2**30",
                         "2*layers*kv_heads*head_dim*tokens*batch*bytes_per_value",
                         "8*2*layers*kv_heads*head_dim*tokens*batch*bytes_per_value/2**30"],

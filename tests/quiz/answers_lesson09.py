@@ -9,8 +9,8 @@ ACCEPT = {
                            "2 * np.pi / base ** (-2 * i / d)",
                            "2*math.pi*math.exp(2*i/d*math.log(base))",
                            "2 * math.pi / (1 / base) ** (2 * i / d)"],
-    "qc_causal_swap": [1, "Positions 0, 1 and 6 to 9"],
-    "qc_draft_positions": [0, "t to t + 3, one for each new token"],
+    "qc_causal_swap": [0, "Positions 0, 1 and 6 to 9"],
+    "qc_draft_positions": [2, "t to t + 3, one for each new token"],
 }
 REJECT = {
     # forgetting the wrap-around; adjacent pairs; a mirror image; no partner at all
@@ -19,6 +19,6 @@ REJECT = {
     "qc_rope_wavelength": ["base ** (-2 * i / d)", "base ** (2 * i / d)",
                            "2 * math.pi * base ** (i / d)", "2 * math.pi / base ** (2 * i / d)",
                            "2 * math.pi", "2 * math.pi * base ** (2 * i / d) / 2"],
-    "qc_causal_swap": [0, 2, 3, "All ten, with the outputs at 2 and 5 swapped"],
-    "qc_draft_positions": [1, 2, 3, "0 to 3, as in a fresh prompt"],
+    "qc_causal_swap": [1, 2, 3, "All ten, with the outputs at 2 and 5 swapped"],
+    "qc_draft_positions": [0, 1, 3, "0 to 3, as in a fresh prompt"],
 }

@@ -11,9 +11,10 @@ ACCEPT = {
     "qc_mla_groups": ["(kv_lora_rank + rope_head_dim) / (2 * head_dim)",
                       "(kv_lora_rank + rope_head_dim) / head_dim / 2",
                       "0.5 * (kv_lora_rank + rope_head_dim) / head_dim"],
-    "qc_absorbed_query_width": [1, "512, the width of the KV latent"],
-    "qc_alibi_absorption": [0, "Yes: the bias is added after the dot product"],
-    "qc_per_head_rope_cache": [1, "1,536: latent and 16 keys"],
+    "qc_absorbed_query_width": [0, "512, the width of the KV latent"],
+    "qc_alibi_absorption": [3, "Yes: the bias is added to the finished score, after the dot "
+                                "product"],
+    "qc_per_head_rope_cache": [2, "1,536: latent and 16 keys"],
 }
 REJECT = {
     "qc_mla_cache_gib": [
@@ -32,7 +33,7 @@ REJECT = {
         "num_heads * (kv_lora_rank + rope_head_dim) / (2 * head_dim)",  # per-head latents
         "(kv_lora_rank + rope_head_dim) / (2 * num_heads)",
     ],
-    "qc_absorbed_query_width": [0, 2, 3],
-    "qc_alibi_absorption": [1, 2, 3],
-    "qc_per_head_rope_cache": [0, 2, 3],
+    "qc_absorbed_query_width": [1, 2, 3],
+    "qc_alibi_absorption": [0, 1, 2],
+    "qc_per_head_rope_cache": [0, 1, 3],
 }
