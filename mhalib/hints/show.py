@@ -24,13 +24,16 @@ from mhalib.hints.ladder import NoHints, ladder, ladders
 from mhalib.hints.ledger import HintLedger, current
 
 
-def hint_bundle(exercise: str, number: int, total: int, text: str) -> dict:
-    """The display data of one hint: markdown for the notebook, plain text elsewhere."""
+def hint_bundle(exercise: str, number: int, total: int, text: str, what_next: bool = True) -> dict:
+    """The display data of one hint: markdown for the notebook, plain text elsewhere; with
+    ``what_next``, a line on how to see the next one (the button's label says it itself)."""
     if number < total:
         after = f'`hint("{exercise}")` again shows hint {number + 1}.'
     else:
         after = "That was the last hint."
     head = f"Hint {number} of {total} for {exercise}"
+    if not what_next:
+        return {"text/markdown": f"**{head}.** {text}", "text/plain": f"{head}: {text}"}
     return {"text/markdown": f"**{head}.** {text}\n\n*{after}*",
             "text/plain": f"{head}: {text}\n({after.replace('`', '')})"}
 
@@ -122,7 +125,7 @@ class HintButton:
         target = min(self.ledger.seen.get(self.exercise, 0) + 1, self.total)
         for wanted in range(self.shown + 1, target + 1):
             number, text = self.ledger.take(self.exercise, wanted)
-            data = hint_bundle(self.exercise, number, self.total, text)
+            data = hint_bundle(self.exercise, number, self.total, text, what_next=False)
             self.text.outputs += ({"output_type": "display_data", "data": data,
                                    "metadata": {}},)
         self.shown = max(self.shown, target)

@@ -39,7 +39,7 @@ def press_hint(page, cell, number: int) -> str:
     page.wait_for_function("([el, n]) => el.querySelectorAll('.jp-OutputArea-output').length >= n",
                            arg=[cell.locator(".mhalib-hint-text").element_handle(), number],
                            timeout=30_000)
-    return shown.nth(number - 1).inner_text()
+    return shown.nth(number - 1).text_content()
 
 
 def test_the_hint_button_shows_the_ladder_and_the_notebook_records_it(page, assessed_server,
@@ -50,10 +50,11 @@ def test_the_hint_button_shows_the_ladder_and_the_notebook_records_it(page, asse
     assert lab.error_outputs(page) == []
 
     cell = lab.code_cell(page, 'check("softmax"')
+    lab.bring_into_view(page, cell)
     assert lab.stderr_outputs(cell)[0].strip().startswith("NOT YET")
     button = cell.locator(".mhalib-hint-button")
-    assert button.inner_text().strip() == f"Show a hint (1 of {len(rungs)})"
-    assert "recorded with this notebook" in cell.locator(".mhalib-hint-record").inner_text()
+    assert button.text_content().strip() == f"Show a hint (1 of {len(rungs)})"
+    assert "recorded with this notebook" in cell.locator(".mhalib-hint-record").text_content()
 
     first = press_hint(page, cell, 1)
     assert first.startswith(f"Hint 1 of {len(rungs)} for softmax.")
@@ -61,7 +62,7 @@ def test_the_hint_button_shows_the_ladder_and_the_notebook_records_it(page, asse
     page.wait_for_function("(el) => el.textContent.includes('softmax 1 of')",
                            arg=cell.locator(".mhalib-hint-record").element_handle(),
                            timeout=30_000)
-    assert button.inner_text().strip() == f"Show a hint (2 of {len(rungs)})"
+    assert button.text_content().strip() == f"Show a hint (2 of {len(rungs)})"
     second = press_hint(page, cell, 2)
     assert second.startswith(f"Hint 2 of {len(rungs)} for softmax.")
     page.wait_for_function("(el) => el.textContent.includes('softmax 2 of')",

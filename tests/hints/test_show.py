@@ -45,6 +45,7 @@ def test_the_button_climbs_the_ladder_one_press_at_a_time():
         shown = [o["data"]["text/markdown"] for o in button.text.outputs]
         assert len(shown) == number and rungs[number - 1] in shown[-1]
         assert shown[-1].startswith(f"**Hint {number} of 3 for split_heads.**")
+        assert "again shows" not in shown[-1]  # the button's label says what comes next
     assert button.button.description == "All 3 hints shown" and button.button.disabled
     assert ledger.seen == {"split_heads": 3}
 
