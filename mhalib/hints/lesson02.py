@@ -45,7 +45,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "result is (2, 5, 8).",
 
         "`q = split_heads(x @ w_q, num_heads)`, and `k`, `v` the same way with `w_k`, `w_v`; "
-        "`weights` = the softmax over the last axis of "
+        "`weights` = the softmax over the last axis (each row shifted by its maximum, as in "
+        "lesson 01) of "
         "`q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])`; "
         "`return merge_heads(weights @ v) @ w_o`.",
     ),

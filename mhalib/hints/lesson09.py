@@ -11,9 +11,9 @@ HINTS: dict[str, tuple[str, ...]] = {
         "[1, 0.1, 0.01, 0.001] and position 0 a row of zeros.",
 
         "Raise `ValueError` first when `head_dim` is odd (`head_dim % 2`). `positions` is an "
-        "integer tensor: convert it to float64 or float32 before multiplying (never to the "
-        "dtype of x: bfloat16 turns position 257 into 256), and return float angles of shape "
-        "(N, head_dim // 2).",
+        "integer tensor: convert it to float64 or float32 before multiplying (not to a "
+        "half-precision dtype: bfloat16 turns position 257 into 256), and return float angles "
+        "of shape (N, head_dim // 2).",
 
         "`i = torch.arange(head_dim // 2, dtype=torch.float64)`; "
         "`inv_freq = base ** (-2 * i / head_dim)`; "

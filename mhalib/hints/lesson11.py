@@ -28,7 +28,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "Token t of sequence b is in page `block_table[b, t // page_size]` at slot "
         "`t % page_size`. With `t = torch.arange(n)` you get every page and slot at once; "
         "indexing the pool with both index tensors together (and `:` for the K/V heads "
-        "between them) pairs them up and gives (n, G, d).",
+        "between them) pairs them up and gives (n, G, d); swap the first two axes to get "
+        "(G, n, d).",
 
         "Read exactly `seq_lens[b]` keys: the rest of the last page holds stale values. Give "
         "query head h the K/V head h // (H // G) (`repeat_interleave` along the head axis, as "
