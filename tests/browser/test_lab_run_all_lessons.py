@@ -6,8 +6,9 @@ the whole lesson without a traceback: test cells give their one-line verdict, de
 an unwritten exercise say so in one line (``needs``), and widgets that need one say it inside
 their output, also when a control moves. A widget's output lives in the widget's state, not in
 the cell's outputs, so nbclient (and ``nbgrader validate``) never sees a traceback shown there;
-only the page does. The lessons come from the course manifest, so a new lesson is covered as
-soon as it is in :data:`mhalib.course.LESSONS` and released into notebooks/.
+only the page does. Every test cell, failing since nothing is written, offers its exercise's
+hints. The lessons come from the course manifest, so a new lesson is covered as soon as it is
+in :data:`mhalib.course.LESSONS` and released into notebooks/.
 
 A canary notebook with a traceback inside an ``Output`` widget shows that the count below sees
 tracebacks in widget outputs (the count that would have caught lesson 10's cache explorer).
@@ -23,6 +24,7 @@ import nbformat
 import pytest
 
 from mhalib import course
+from mhalib.hints import ladder
 from tests.browser import lab_driver as lab
 from tests.browser.lab_server import REPO, start_lab
 
@@ -127,4 +129,8 @@ def test_run_all_on_the_untouched_release_shows_no_traceback(page, releases_serv
           f"{sum(t['in_widget'] for t in found)} inside widgets")
     assert found == [], f"{path}: tracebacks after Run All: {found}"
     assert lab.widget_problems(page) == []
+    # every test cell failed (nothing is written yet), and each offers its exercise's hints
+    offered = page.locator(f"{lab.NOTEBOOK} .mhalib-hint-button").all_text_contents()
+    assert sorted(label.strip() for label in offered) == sorted(
+        f"Show a hint (1 of {len(ladder(name))})" for name in lesson.exercises), offered
     assert page.console_errors == []
