@@ -3,8 +3,8 @@
 It says, per exercise and quick check, the points, whether it passed and the checker's
 diagnosis (and the hints taken, where the notebook recorded them), plus everything the grader
 noticed about the notebook. It is built only from the verdicts, the issues and the gradebook's
-scores: it never contains test cells (visible or
-hidden), the answer key, or any source code, and every string is HTML-escaped.
+scores: it never contains test cells (visible or hidden), the answer key, or any source code,
+and every string is HTML-escaped.
 """
 
 from __future__ import annotations
