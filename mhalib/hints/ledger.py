@@ -50,8 +50,9 @@ class HintLedger:
         if rung is None:
             rung = allowed
         if isinstance(rung, bool) or not isinstance(rung, int) or not 1 <= rung <= allowed:
+            readable = "hint 1" if allowed == 1 else f"hints 1 to {allowed}"
             raise ValueError(f"rung={rung!r}: {exercise} has hints 1 to {len(rungs)}, and you "
-                             f"can read 1 to {allowed} now (hint({exercise!r}) shows the next)")
+                             f"can read {readable} now (hint({exercise!r}) shows the next)")
         self.seen[exercise] = max(self.seen.get(exercise, 0), rung)
         return rung, rungs[rung - 1]
 

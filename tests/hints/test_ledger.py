@@ -28,8 +28,10 @@ def test_a_seen_hint_can_be_read_again_but_none_can_be_skipped():
     assert ledger.take("softmax", 1)[0] == 1 and ledger.seen == {"softmax": 2}
     for bad in (4, 0, "2", True, 2.0):
         with pytest.raises(ValueError, match=f"rung={bad!r}: softmax has hints 1 to 4, and you "
-                                             r"can read 1 to 3 now"):
+                                             r"can read hints 1 to 3 now"):
             ledger.take("softmax", bad)
+    with pytest.raises(ValueError, match=r"rung=2: .* you can read hint 1 now"):
+        HintLedger().take("softmax", 2)
 
 
 def test_the_record_lists_every_exercise_seen_with_its_total():
