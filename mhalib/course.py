@@ -2,8 +2,9 @@
 
 A lesson is an nbgrader assignment (one notebook) with graded exercise functions, and its own
 modules: the checker (``mhalib.checks.lessonNN``: probe, judge, mistake models), the quick-check
-bank (``mhalib.quiz.lessonNN``), the plots and widgets (``mhalib.viz.lessonNN``) and the answer
-key (the module that defines each exercise function, re-exported by :mod:`mhalib.reference`).
+bank (``mhalib.quiz.lessonNN``), the plots and widgets (``mhalib.viz.lessonNN``), the hint
+ladders (``mhalib.hints.lessonNN``) and the answer key (the module that defines each exercise
+function, re-exported by :mod:`mhalib.reference`).
 The checker registry, the quiz lookup, the answer-key table, the grader's answer-free package,
 the integrity scanner, ``mhalib release`` and ``grading/nbgrader_config.py`` all read
 :data:`LESSONS`; ``tests/test_course.py`` holds it to ``../shared/curriculum.md`` and to the
@@ -74,6 +75,11 @@ class Lesson:
     def viz(self) -> str:
         """Module of the lesson's plots and widgets."""
         return f"mhalib.viz.lesson{self.number}"
+
+    @property
+    def hints(self) -> str:
+        """Module of the hint ladders: ``HINTS`` maps each exercise name to its 2 to 4 hints."""
+        return f"mhalib.hints.lesson{self.number}"
 
 
 _REF = "mhalib.reference."

@@ -6,7 +6,8 @@ See ``check`` (test cells), ``record_exercises`` (the grader, inside the sandbox
 (:mod:`mhalib.course`); an :class:`~mhalib.checks.exercise.Exercise` names likely slips with
 mistake models (:class:`~mhalib.checks.exercise.WrongAnswer`,
 :class:`~mhalib.checks.exercise.Symptom`), and :mod:`mhalib.checks.work` measures the work
-a learner's function does.
+a learner's function does. ``hint`` (from :mod:`mhalib.hints`) is exported here too, so that a
+lesson imports it with ``check``.
 """
 
 from mhalib.checks.api import CheckFailed, check, needs
@@ -14,6 +15,7 @@ from mhalib.checks.judge import judge_record, judge_seals
 from mhalib.checks.record import record_exercises
 from mhalib.checks.registry import LESSONS, NOTEBOOKS, exercises_of, get_exercise
 from mhalib.checks.verdict import Verdict
+from mhalib.hints import hint
 
 __all__ = ["CheckFailed", "LESSONS", "NOTEBOOKS", "Verdict", "check", "exercises_of",
-           "get_exercise", "judge_record", "judge_seals", "needs", "record_exercises"]
+           "get_exercise", "hint", "judge_record", "judge_seals", "needs", "record_exercises"]

@@ -87,8 +87,9 @@ def _report(summary, run) -> None:
     width = max([len(r.student) for r in summary.results] + [7])
     for result in sorted(summary.results, key=lambda r: r.student):
         flags = problem_flags(result.all_flags())
+        hints = sum(verdict.hints for verdict in result.verdicts.values())
         print(f"  {result.student:<{width}}  {result.points():6.2f} / {result.max_points():<6g} "
-              f"{' '.join(flags)}")
+              f"{' '.join(flags)}" + (f"  hints taken: {hints}" if hints else ""))
     if summary.flagged:
         print(f"needs review: {', '.join(sorted(summary.flagged))}")
     if summary.backup:

@@ -64,7 +64,8 @@ class ItemVerdict:
     ("quick_check"): ``share`` of its ``max_points`` earned, and why.
 
     ``diagnosis`` is the checker's finding; ``credit`` says how the points follow from it under
-    the rubric (empty when there is nothing to add, e.g. all checks passed or nothing graded).
+    the rubric (empty when there is nothing to add, e.g. all checks passed or nothing graded);
+    ``hints`` is how many of the exercise's hints the notebook recorded as taken.
     """
 
     kind: str
@@ -77,6 +78,7 @@ class ItemVerdict:
     credit: str = ""
     max_points: float = 0.0
     points: float = 0.0
+    hints: int = 0
 
     def explanation(self, limit: int = 4000) -> str:
         """The diagnosis (cut at ``limit``) and, after a dash, the credit note."""

@@ -5,8 +5,9 @@ warden sealed (``mhalib.checks.judge_seals``): the record of its cases, whose in
 re-generated from the seed the warden issued, and for a measured exercise its physical check;
 the verdict earns points under the rubric (:mod:`mhalib.grading.credit`).
 Quick checks are judged from the answers recorded in the submitted notebook, with the
-instructor's keys (:mod:`mhalib.grading.quick_checks`). A missing, unreadable or hostile record
-gives 0 for that item with the reason, never an exception.
+instructor's keys (:mod:`mhalib.grading.quick_checks`). The hints an assessed release recorded
+per exercise are reported on its verdict and priced by the rubric (free by default). A missing,
+unreadable or hostile record gives 0 for that item with the reason, never an exception.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 
 from mhalib.grading.assignment import NotebookModel
-from mhalib.grading.credit import Credit, exercise_credit
+from mhalib.grading.credit import Credit, exercise_credit, with_hint_cost
 from mhalib.grading.records import ItemVerdict
 from mhalib.grading.rubric import Rubric
 
@@ -80,14 +81,16 @@ def seals_by_exercise(records: dict, exercises) -> dict[str, dict]:
 
 def score_notebook(model: NotebookModel, records: dict, answers: dict,
                    not_reached: dict[str, str], rubric: Rubric, student: str | None = None,
-                   keys: dict | None = None) -> dict[str, ItemVerdict]:
+                   keys: dict | None = None,
+                   hints: dict[str, int] | None = None) -> dict[str, ItemVerdict]:
     """Verdicts of every exercise and quick check, with points, max points and credit notes.
 
     ``records`` maps exercise -> {session: seal text (None: present but too large)}, where a
     recorded exercise has a ``generic`` seal; ``answers`` maps
     quick check -> :class:`~mhalib.quiz.record.Recorded` read from the submission;
-    ``not_reached`` maps exercises whose recording step never ran -> the reason. Points are
-    exact (rounding is for display only).
+    ``not_reached`` maps exercises whose recording step never ran -> the reason; ``hints`` maps
+    exercise -> hints taken, as recorded in the submission
+    (:func:`mhalib.hints.record.hints_taken`). Points are exact (rounding is for display only).
     """
     from mhalib.grading.quick_checks import judge_recorded
 
@@ -96,6 +99,9 @@ def score_notebook(model: NotebookModel, records: dict, answers: dict,
         seals = records.get(name, {})
         verdict, credit = judge_exercise(name, seals, "generic" in seals,
                                          not_reached.get(name), rubric)
+        verdict.hints = (hints or {}).get(name, 0)
+        credit = with_hint_cost(credit, name, verdict.hints, rubric)
+        verdict.share = float(credit.share)
         verdict.max_points = model.points_of(name)
         verdict.credit = credit.note(verdict.max_points)
         verdicts[name] = verdict

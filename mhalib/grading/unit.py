@@ -29,6 +29,7 @@ from mhalib.grading.plan import (
 from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
 from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
 from mhalib.grading.scorer import grade_cell_scores, score_notebook, seals_by_exercise
+from mhalib.hints.record import hints_taken
 from mhalib.quiz.record import recorded_answers
 
 _SANDBOXES: dict[str, Sandbox] = {}
@@ -148,8 +149,9 @@ def grade_unit(task: GradingTask) -> GradingResult:
         outcome = Outcome()
     records = seals_by_exercise(reply.get("records"), model.exercises)
     answers = recorded_answers(submitted, model.questions)  # read here, never in the sandbox
+    hints = hints_taken(submitted, model.exercises)  # hint use, from the submission too
     verdicts = score_notebook(model, records, answers, _not_reached(model, outcome, plan),
-                              task.rubric, task.student, task.quick_check_keys)
+                              task.rubric, task.student, task.quick_check_keys, hints)
     _explain_missing(verdicts, plan, outcome)
     issues = [*plan.issues, *outcome.issues]
     if task.sandbox == "none":
