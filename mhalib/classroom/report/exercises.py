@@ -98,12 +98,12 @@ def summarise_exercise(graded: GradedAssignment, exercise: str, labels: dict[str
     students = sum(counts.values())
     rows = [MistakeRow(exercise, name, len(who), len(who) / students,
                        rubric.mistake_share(exercise, name) * max_points, max_points,
-                       messages[name], pick_examples(who))
+                       messages[name], pick_examples(who, focus=exercise))
             for name, who in makers.items()]
     rows.sort(key=lambda row: (-row.students, row.mistake))
     unnamed.sort(key=lambda entry: entry[2].student)
     for student, answer, failure in unnamed[:UNNAMED_WITH_CODE]:  # anonymise what is shown
-        failure.code = anonymise(answer, student)
+        failure.code = anonymise(answer, student, exercise)
     return ExerciseSummary(graded.assignment, exercise, students, max_points,
                            sum(points) / students if students else 0.0, counts, flagged, rows,
                            [entry[2] for entry in unnamed], section)

@@ -6,7 +6,9 @@ answer cell (grade id = exercise name) or the quick check's cell (grade id = ``q
 in. The section is the nearest ``##`` heading above that cell. Links point into the notebook
 at that heading, with the anchor JupyterLab gives a heading (its text, spaces made ``-``), under
 a base URL: by default the folder of the source notebooks as a ``file:`` URL; with
-``--lesson-url http://host/lab/tree/notebooks`` they open in the class's JupyterLab.
+``--lesson-url http://host/lab/tree/notebooks`` they open in the class's JupyterLab. (A heading
+with LaTeX is rendered by MathJax there, so its anchor may not match: the link then opens the
+notebook at its top.)
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ class Section:
 
 
 def plain_heading(line: str) -> str:
-    """A Markdown heading line as text: no ``#``, backquotes, ``$`` or emphasis marks."""
+    """A Markdown heading line as text: no ``#``, backquotes, ``$``, ``**`` or LaTeX
+    backslashes (``$\\sqrt{d_k}$`` reads ``sqrt{d_k}``)."""
     text = line.lstrip("#").strip()
-    return re.sub(r"[`$*_]", "", text).strip()
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
+    return re.sub(r"[`$]|\*\*", "", text).strip()
 
 
 def anchor(title: str) -> str:
