@@ -18,7 +18,7 @@ from html import escape
 
 BLUE, ORANGE, GREY, INK = "#0072B2", "#E69F00", "#999999", "#222222"
 FONT = "font-family:system-ui,sans-serif;font-size:12px"
-LABEL_CHARS = 42
+LABEL_CHARS = 40  # about 260 px at 12 px: fits the 290 px label column
 
 
 def _short(text: str, limit: int = LABEL_CHARS) -> str:
@@ -51,7 +51,8 @@ def bar_chart(chart_id: str, title: str, rows: list[tuple[str, int, bool]], tota
     for index, (label, count, highlighted) in enumerate(rows):
         y = top + index * row_height
         share = count / total if total else 0.0
-        shown = _short(label) + (" (key)" if highlighted else "")
+        suffix = " (key)" if highlighted else ""
+        shown = _short(label, LABEL_CHARS - len(suffix)) + suffix
         length = bar_width * count / largest
         fill = f"url(#{chart_id}-hatch)" if highlighted else ORANGE
         body.append(f'<text x="{label_width - 6}" y="{y + 16}" text-anchor="end" '

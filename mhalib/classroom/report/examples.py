@@ -4,10 +4,10 @@ An answer is cut down to what shows the slip: parsed and printed back with :func
 which drops every comment (where names and notes to the instructor tend to be); docstrings are
 removed; when the cell defines the exercise's function among other code, only that function
 is kept, with a count of the statements left out; the student's id is replaced wherever it
-still appears as a token (a string, part of a variable name); the result is cut at :data:`MAX_LINES` lines. An
-answer that does not parse keeps its lines without comments. Two examples are picked per
-mistake: the shortest distinct ones, ties broken by the students' pseudonyms (so the same
-class gives the same examples).
+still appears as a token (a string, part of a variable name); the result is cut at
+:data:`MAX_LINES` lines. An answer that does not parse keeps its lines without comments. Two
+examples are picked per mistake: the shortest distinct ones, ties broken by the students'
+pseudonyms (so the same class gives the same examples).
 """
 
 from __future__ import annotations

@@ -143,12 +143,12 @@ def _judge_question(summary: QuickCheckSummary, answer) -> None:
     if multiple and summary.answered:
         summary.unpicked = [c.label for c in summary.choices
                             if not c.key and c.count == 0 and c.choice != UNRECOGNISED]
-    for name, value in (("point-biserial", summary.point_biserial),
-                        ("upper-lower index", summary.upper_lower)):
-        if value is not None and value < 0:
-            summary.broken.append(f"negative discrimination ({name} {value:+.2f}): students "
-                                  "who did well on the rest of the assignment got it wrong "
-                                  "more often")
+    negative = [f"{name} {value:+.2f}" for name, value in (
+        ("point-biserial", summary.point_biserial), ("upper-lower index", summary.upper_lower))
+        if value is not None and value < 0]
+    if negative:
+        summary.broken.append(f"negative discrimination ({', '.join(negative)}): students who "
+                              "did well on the rest of the assignment got it wrong more often")
     key_upper = next((c.upper for c in summary.choices if c.choice == answer), 0.0)
     for choice in summary.choices:
         named = multiple or choice.choice not in (RIGHT, OTHER, UNRECOGNISED)

@@ -14,7 +14,9 @@ recover is known before anything is graded:
   stronger half picks the first distractor, its weaker half the key;
 - fill-in: no answer 1/24, another wrong answer 1/12, known slip B 1/8, known slip A 1/4 (slips:
   ``REJECT`` answers of tests/quiz/answers_lessonNN.py written as one of the key's
-  ``mistakes``), a right answer (``ACCEPT``, cycled) for the rest;
+  ``mistakes``), a right answer (``ACCEPT``, cycled) for the rest. The other wrong answer is
+  the first ``REJECT`` answer written as no slip that the quiz judge does not match to a slip
+  by value either (``np.sqrt(q.shape[0])`` is the key's ``math.sqrt(q.shape[0])``);
 - notebook flag ``integrity`` (asks for a look, changes no score) on students 7, 27, 47...
 """
 
@@ -28,8 +30,10 @@ from pathlib import Path
 
 from mhalib import course
 from mhalib.quiz import all_questions
+from mhalib.quiz.judge import judge
 from mhalib.quiz.keys import instructor_keys, parse_key
 from mhalib.quiz.question import MultipleChoice
+from mhalib.quiz.variant import for_student, rng_for
 
 REPO = Path(__file__).resolve().parents[3]
 NO_ANSWER, OTHER = "no answer", "other"
@@ -127,13 +131,25 @@ def _same(a: str, b: str) -> bool:
     return a.replace(" ", "") == b.replace(" ", "")
 
 
+def _no_slip(qid: str, key, answer: str) -> bool:
+    """True when the judge finds ``answer`` wrong and no known slip, for a few learners."""
+    question = all_questions()[qid]
+    for student in ("learner-000", "learner-001", "learner-002"):
+        numbers = question.numbers(rng_for(for_student(student), qid)) if question.variant \
+            else {}
+        feedback = judge(question, key, answer, numbers)
+        if feedback.correct or feedback.slip is not None:
+            return False
+    return True
+
+
 def _fill_in_plan(assignment: str, qid: str, key, accept: list, reject: list,
                   students: int) -> ItemPlan:
     slips = [(answer, slip) for answer in reject for slip in key.mistakes
              if isinstance(answer, str) and _same(answer, slip)]
     slips = list(dict((slip, (answer, slip)) for answer, slip in slips).values())[:2]
     others = [a for a in reject if isinstance(a, str) and not any(
-        _same(a, slip) for slip in key.mistakes)]
+        _same(a, slip) for slip in key.mistakes) and _no_slip(qid, key, a)]
     sizes = band_sizes(students, [Fraction(1, 24), Fraction(1, 12), Fraction(1, 8),
                                   Fraction(1, 4)])
     bands = [Band(sizes[0], None, NO_ANSWER)]
