@@ -59,15 +59,21 @@ def _without_comments(source: str, focus: str | None) -> str:
                          not line.lstrip().startswith("#"))
 
 
+def scrub(text: str, student: str) -> str:
+    """``text`` with the student's id replaced by :data:`PLACEHOLDER` wherever it stands as a
+    token ("ann" stays in "annotate"; ids shorter than :data:`MIN_ID_CHARS` are left)."""
+    if len(student) < MIN_ID_CHARS:
+        return text
+    return re.sub(rf"(?<![A-Za-z0-9]){re.escape(student)}(?![A-Za-z0-9])", PLACEHOLDER, text,
+                  flags=re.IGNORECASE)
+
+
 def anonymise(source: str, student: str, focus: str | None = None,
               max_lines: int = MAX_LINES) -> str:
     """``source`` without comments and docstrings, without ``student``, at most ``max_lines``
     lines; with ``focus`` (the exercise), only the function of that name when the cell also
     holds other code (module docstring)."""
-    text = _without_comments(source, focus)
-    if len(student) >= MIN_ID_CHARS:  # as a whole token: "ann" stays in "annotate"
-        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(student)}(?![A-Za-z0-9])", PLACEHOLDER,
-                      text, flags=re.IGNORECASE)
+    text = scrub(_without_comments(source, focus), student)
     lines = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS - 3] + "..."
              for line in text.splitlines() if line.strip()]
     if len(lines) > max_lines:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mhalib.classroom.report.examples import anonymise, pick_examples
+from mhalib.classroom.report.examples import anonymise, pick_examples, scrub
 from mhalib.classroom.report.outcomes import (
     OUTCOMES,
     is_flagged,
@@ -93,8 +93,9 @@ def summarise_exercise(graded: GradedAssignment, exercise: str, labels: dict[str
             makers.setdefault(mistake, []).append((label, work.student, answer))
             messages.setdefault(mistake, mistake_message(verdict))
         elif kind in ("failed", "partial"):
+            diagnosis = scrub(verdict.diagnosis[:400], work.student)
             unnamed.append((work.student, answer, UnnamedFailure(
-                label, kind, list(verdict.flags), verdict.diagnosis[:400])))
+                label, kind, list(verdict.flags), diagnosis)))
     students = sum(counts.values())
     rows = [MistakeRow(exercise, name, len(who), len(who) / students,
                        rubric.mistake_share(exercise, name) * max_points, max_points,

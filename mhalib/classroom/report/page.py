@@ -41,7 +41,8 @@ tr.key td{background:#e4f0f8}.taught{margin:.2rem 0}.prompt{font-style:italic}
 figcaption{font-size:.9em;color:#444}ol.reteach li{margin-bottom:.6rem}
 .meta{color:#444}nav ul{columns:2}a{color:#0050a0}
 .grid-wrap{overflow:auto;max-height:80vh;border:1px solid #ccc}
-table.grid{margin:0;font-size:.8em}table.grid th,table.grid td{padding:.1rem .25rem;
+table.grid{margin:0;font-size:.8em}table.grid caption{white-space:nowrap}
+table.grid th,table.grid td{padding:.1rem .25rem;
 text-align:center;white-space:nowrap}table.grid thead th{position:sticky;top:0;z-index:1}
 table.grid thead tr:nth-child(2) th{top:1.6em}
 table.grid th.ex span{writing-mode:vertical-rl;transform:rotate(180deg)}

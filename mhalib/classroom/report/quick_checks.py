@@ -5,7 +5,9 @@ facility, the point-biserial correlation and the upper-lower 27% index against t
 assignment (:mod:`mhalib.classroom.report.statistics`), and the choices:
 
 - multiple choice: how many picked each option (the options in the bank's canonical order; an
-  answer that names no option is "unrecognised"); distractors nobody picked are listed;
+  answer that names no option, or a wrong one in a result written before the grader kept the
+  option, is "unrecognised"); distractors nobody picked are listed (unless some answers are
+  unrecognised: what those picked is unknown);
 - fill-in: the right answers, each known slip of the key (``mistakes`` in the instructor's
   keys: MB instead of MiB, K and V forgotten...) and the other wrong answers.
 
@@ -74,9 +76,24 @@ def plain(text: str) -> str:
     return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", r"\1", text or "")
 
 
-def _choice_of(question, response: dict, passed: bool):
+NOT_ANSWERED = frozenset({"no_record", "no_key", "invalid_answer", "bad_record",
+                          "grader_error"})
+
+
+def answered(verdict) -> bool:
+    """A recorded answer was judged (results written before the grader kept responses have
+    none: their verdict's flags say it)."""
+    if "answer" in verdict.response:
+        return verdict.response["answer"] is not None
+    return not NOT_ANSWERED & set(verdict.flags)
+
+
+def _choice_of(question, response: dict, passed: bool, key_option):
     if isinstance(question, MultipleChoice):
         option = response.get("option")
+        if not isinstance(option, int) and passed and key_option is not None \
+                and "answer" not in response:
+            return key_option  # an older result: right, so the key
         return option if isinstance(option, int) else UNRECOGNISED
     if passed:
         return RIGHT
@@ -104,6 +121,7 @@ def _labels(question, key) -> tuple[list, dict, dict, object]:
 def summarise_quick_check(graded: GradedAssignment, question_id: str, question, key=None,
                           section: Section | None = None) -> QuickCheckSummary:
     """The summary of one quick check (``key``: its parsed instructor key, or None)."""
+    order, labels, notes, answer = _labels(question, key)
     chosen, right, rest = [], [], []
     students = 0
     for work in graded.students:
@@ -111,27 +129,26 @@ def summarise_quick_check(graded: GradedAssignment, question_id: str, question, 
         if verdict is None:
             continue
         students += 1
-        if verdict.response.get("answer") is None:
+        if not answered(verdict):
             continue  # no recorded answer, or one that could not be judged
-        chosen.append(_choice_of(question, verdict.response, verdict.passed))
+        chosen.append(_choice_of(question, verdict.response, verdict.passed, answer))
         right.append(bool(verdict.passed))
         rest.append(work.rest_score(question_id))
-    order, labels, notes, answer = _labels(question, key)
     counts = Counter(chosen)
     if answer is None:  # no key: the option the right answers picked
-        answer = next((c for c, ok in zip(chosen, right) if ok), None)
+        answer = next((c for c, ok in zip(chosen, right) if ok and c != UNRECOGNISED), None)
     upper = upper_group_counts(chosen, rest)
     extra = [c for c in counts if c not in order]
-    answered = len(chosen)
+    count = len(chosen)
     choices = [Choice(c, labels.get(c, str(c)), c == answer, counts.get(c, 0),
-                      counts.get(c, 0) / answered if answered else 0.0, upper.get(c, 0.0),
+                      counts.get(c, 0) / count if count else 0.0, upper.get(c, 0.0),
                       notes.get(c, "")) for c in [*order, *extra]]
     if not counts.get(OTHER) and not isinstance(question, MultipleChoice):
         choices = [c for c in choices if c.choice != OTHER or c.count]
     summary = QuickCheckSummary(
         graded.assignment, question_id,
         "multiple_choice" if isinstance(question, MultipleChoice) else "fill_in",
-        question.prompt, students, answered, sum(right), facility(right),
+        question.prompt, students, count, sum(right), facility(right),
         point_biserial(right, rest), upper_lower_index(right, rest), choices, section=section)
     _judge_question(summary, answer)
     return summary
@@ -140,7 +157,8 @@ def summarise_quick_check(graded: GradedAssignment, question_id: str, question, 
 def _judge_question(summary: QuickCheckSummary, answer) -> None:
     """Fill in ``unpicked`` and ``broken`` (module docstring)."""
     multiple = summary.kind == "multiple_choice"
-    if multiple and summary.answered:
+    unknown = any(c.choice == UNRECOGNISED and c.count for c in summary.choices)
+    if multiple and summary.answered and not unknown:
         summary.unpicked = [c.label for c in summary.choices
                             if not c.key and c.count == 0 and c.choice != UNRECOGNISED]
     negative = [f"{name} {value:+.2f}" for name, value in (

@@ -95,8 +95,8 @@ def _read_result(path: Path) -> GradingResult | None:
         return None  # not a result (a stray file): skipped, as the exports skip it
 
 
-def _item_scores(cells: dict[tuple[str, str], CellScore], exercises: list[str],
-                 questions: set[str]) -> tuple[dict[str, float], float, float]:
+def _item_scores(cells: dict[tuple[str, str], CellScore], item_of_cell: dict[str, str | None]
+                 ) -> tuple[dict[str, float], float, float]:
     """Final points per item, the total and its maximum, from a student's grade cells."""
     per_item: dict[str, float] = {}
     total = max_total = 0.0
@@ -104,20 +104,25 @@ def _item_scores(cells: dict[tuple[str, str], CellScore], exercises: list[str],
         points = value.score or 0.0
         total += points
         max_total += value.max_score
-        _, item = item_of(cell, exercises, questions)
+        item = item_of_cell.get(cell)
         if item is not None:
             per_item[item] = per_item.get(item, 0.0) + points
     return per_item, total, max_total
 
 
-def read_assignment(course_root: Path, assignment: str, scores: dict,
+def result_files(course_root: Path, assignment: str) -> list[Path]:
+    """The stored result files of ``assignment`` (``<results>/<assignment>/<student>/*.json``).
+    """
+    return sorted((CourseLayout.at(course_root).results / assignment).glob("*/*.json"))
+
+
+def read_assignment(assignment: str, files: list[Path], scores: dict,
                     bar=None) -> GradedAssignment:
-    """Every stored result of ``assignment`` joined with its gradebook ``scores``."""
-    folder = CourseLayout.at(course_root).results / assignment
+    """Every result in ``files`` of ``assignment`` joined with its gradebook ``scores``."""
     exercises = list(course.lesson(assignment).exercise_names)
     work: dict[str, StudentWork] = {}
     questions: list[str] = []
-    for path in sorted(folder.glob("*/*.json")):
+    for path in files:
         result = _read_result(path)
         if bar is not None:
             bar.update(1)
@@ -129,11 +134,15 @@ def read_assignment(course_root: Path, assignment: str, scores: dict,
         student.verdicts.update(result.verdicts)
         questions += [v.item for v in result.verdicts.values()
                       if v.kind == "quick_check" and v.item not in questions]
+    item_of_cell: dict[str, str | None] = {}
     for student in work.values():
         cells = scores.get((assignment, student.student))
         if cells:
+            for _, cell in cells:
+                if cell not in item_of_cell:
+                    item_of_cell[cell] = item_of(cell, exercises, set(questions))[1]
             student.item_scores, student.total, student.max_total = _item_scores(
-                cells, exercises, set(questions))
+                cells, item_of_cell)
         else:  # not in the gradebook (yet): the grader's own points
             student.item_scores = {k: v.points for k, v in student.verdicts.items()}
             student.total = sum(student.item_scores.values())
@@ -148,9 +157,9 @@ def read_class(course_root: Path, assignments: list[str], db_url: str | None = N
     """The graded work of ``assignments`` (checked by :func:`check_assignments`)."""
     layout = CourseLayout.at(course_root, db_url)
     scores = read_scores(layout.db_url, assignments)
-    files = sum(len(list((layout.results / a).glob("*/*.json"))) for a in assignments)
-    bar = _progress(files, progress)
+    files = {a: result_files(layout.root, a) for a in assignments}
+    bar = _progress(sum(map(len, files.values())), progress)
     try:
-        return [read_assignment(layout.root, a, scores, bar) for a in assignments]
+        return [read_assignment(a, files[a], scores, bar) for a in assignments]
     finally:
         bar.close()

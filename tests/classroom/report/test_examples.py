@@ -51,3 +51,11 @@ def test_the_exercise_function_is_kept_from_a_busy_cell():
     assert anonymise("def softmax(x):\n    return x\n", "ret", focus="softmax") == \
         "def softmax(x):\n    return x"
     assert anonymise(cell, "numpy", focus="attention").startswith("import <student> as np")
+
+
+def test_scrub_replaces_the_id_as_a_token_only():
+    from mhalib.classroom.report.examples import scrub
+
+    text = "ann: see /home/ann/x.py, annotated by Ann"
+    assert scrub(text, "ann") == "<student>: see /home/<student>/x.py, annotated by <student>"
+    assert scrub(text, "an") == text
