@@ -136,10 +136,15 @@ def _assignment_report(graded: GradedAssignment, options: ReportOptions, rubric:
 
 def build_report(options: ReportOptions) -> ClassReport:
     """Read the class and compute everything the report shows (no re-grading)."""
-    from mhalib.quiz import all_questions
-
     chosen = check_assignments(options.assignments, Path(options.course))
     graded = read_class(Path(options.course), chosen, options.db_url, options.progress)
+    return summarise_class(graded, options)
+
+
+def summarise_class(graded: list[GradedAssignment], options: ReportOptions) -> ClassReport:
+    """Every summary, statistic, the ranking and the grid of a class already read."""
+    from mhalib.quiz import all_questions
+
     rubric = options.rubric if isinstance(options.rubric, Rubric) else load_rubric(
         options.rubric)
     rubric_name = options.rubric_name or (
