@@ -121,6 +121,9 @@ def _assignment_report(graded: GradedAssignment, options: ReportOptions, rubric:
                        notes: list[str]) -> AssignmentReport:
     base = options.lesson_url or default_base_url(options.source)
     sections = lesson_sections(graded.assignment, options.source, base)
+    if not sections:
+        notes.append(f"{graded.assignment}: no lesson sections to link to (no source notebook "
+                     f"under {options.source}; see --source)")
     keys = _keys(graded.assignment, options.keys, questions, notes) if graded.quick_checks \
         else {}
     exercises = [summarise_exercise(graded, name, labels, rubric, sections.get(name))

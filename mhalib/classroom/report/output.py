@@ -1,8 +1,8 @@
 """Writing a report: ``<out>/<stem>.html``, ``<stem>.json`` and ``<stem>-<table>.csv``.
 
-The stem is the assignment id for one assignment, ``class`` for every graded assignment, and
-the ids joined by ``+`` for another selection. By default the files go to
-``<course>/reports/``, beside the grader's ``exports/``.
+The stem is the assignment id when the report covers one assignment, ``class`` when it covers
+every graded assignment (no ``--assignment``), and the ids joined by ``+`` for a selection.
+By default the files go to ``<course>/reports/``, beside the grader's ``exports/``.
 """
 
 from __future__ import annotations

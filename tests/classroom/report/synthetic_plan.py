@@ -16,7 +16,8 @@ recover is known before anything is graded:
   ``REJECT`` answers of tests/quiz/answers_lessonNN.py written as one of the key's
   ``mistakes``), a right answer (``ACCEPT``, cycled) for the rest. The other wrong answer is
   the first ``REJECT`` answer written as no slip that the quiz judge does not match to a slip
-  by value either (``np.sqrt(q.shape[0])`` is the key's ``math.sqrt(q.shape[0])``);
+  by value either, for any learner's numbers (``np.sqrt(q.shape[0])`` is the key's
+  ``math.sqrt(q.shape[0])``);
 - notebook flag ``integrity`` (asks for a look, changes no score) on students 7, 27, 47...
 """
 
@@ -38,6 +39,11 @@ from mhalib.quiz.variant import for_student, rng_for
 REPO = Path(__file__).resolve().parents[3]
 NO_ANSWER, OTHER = "no answer", "other"
 FLAGGED_EVERY, FLAGGED_AT = 20, 7
+
+
+def learner_ids(students: int) -> list[str]:
+    """``learner-000``, ``learner-001``...: the students, weakest first."""
+    return [f"learner-{i:03d}" for i in range(students)]
 
 
 def band_sizes(students: int, fractions: list[Fraction]) -> list[int]:
@@ -131,10 +137,12 @@ def _same(a: str, b: str) -> bool:
     return a.replace(" ", "") == b.replace(" ", "")
 
 
-def _no_slip(qid: str, key, answer: str) -> bool:
-    """True when the judge finds ``answer`` wrong and no known slip, for a few learners."""
+def _no_slip(qid: str, key, answer: str, students: int) -> bool:
+    """True when the judge finds ``answer`` wrong and no known slip for every learner of the
+    class (a question with numbers drawn per learner is judged on each one's numbers)."""
     question = all_questions()[qid]
-    for student in ("learner-000", "learner-001", "learner-002"):
+    learners = learner_ids(students) if question.variant else ["-"]
+    for student in learners:
         numbers = question.numbers(rng_for(for_student(student), qid)) if question.variant \
             else {}
         feedback = judge(question, key, answer, numbers)
@@ -149,7 +157,7 @@ def _fill_in_plan(assignment: str, qid: str, key, accept: list, reject: list,
              if isinstance(answer, str) and _same(answer, slip)]
     slips = list(dict((slip, (answer, slip)) for answer, slip in slips).values())[:2]
     others = [a for a in reject if isinstance(a, str) and not any(
-        _same(a, slip) for slip in key.mistakes) and _no_slip(qid, key, a)]
+        _same(a, slip) for slip in key.mistakes) and _no_slip(qid, key, a, students)]
     sizes = band_sizes(students, [Fraction(1, 24), Fraction(1, 12), Fraction(1, 8),
                                   Fraction(1, 4)])
     bands = [Band(sizes[0], None, NO_ANSWER)]
@@ -170,7 +178,7 @@ def _fill_in_plan(assignment: str, qid: str, key, accept: list, reject: list,
 def make_plan(students: int, assignments: list[str], broken_question: bool = True,
               keys_dir: Path | None = None) -> ClassPlan:
     """The plan for ``students`` learners over ``assignments`` (module docstring)."""
-    plan = ClassPlan([f"learner-{i:03d}" for i in range(students)])
+    plan = ClassPlan(learner_ids(students))
     questions = all_questions()
     broken = None
     for assignment in assignments:

@@ -72,3 +72,12 @@ def test_results_written_before_responses_were_kept_still_count():
     counts = {c.choice: c.count for c in summary.choices}
     assert counts[0] == 1 and counts[UNRECOGNISED] == 1  # right: the key; wrong: unknown
     assert summary.unpicked == []  # which distractor was picked is not known
+
+
+def test_stems():
+    from mhalib.classroom.report.output import report_stem
+
+    assert report_stem(["01-single-head"], every_graded=True) == "01-single-head"
+    assert report_stem(["01-single-head", "05-flops"], every_graded=True) == "class"
+    assert report_stem(["05-flops", "01-single-head"], every_graded=False) == \
+        "05-flops+01-single-head"
