@@ -78,3 +78,27 @@ def test_a_course_without_results_or_gradebook(tmp_path, capsys):
     results.mkdir(parents=True)
     assert main(["report", "--course", str(tmp_path), "--no-progress"]) == 2
     assert "no gradebook at" in capsys.readouterr().err
+
+
+def test_grading_writes_the_report_unless_told_not_to(monkeypatch, tmp_path, capsys):
+    """``mhalib grade`` ends with the class report (the demo-class test sees it written); a
+    report that fails is said, and the grading still succeeds."""
+    from types import SimpleNamespace
+
+    from mhalib.classroom.report import build
+    from mhalib.commands import grade
+
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    assert "--no-report" in capsys.readouterr().out
+
+    def broken(options):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build, "build_report", broken)
+    grading = SimpleNamespace(course=tmp_path, assignment="01-single-head", db_url=None,
+                              source=tmp_path, keys=None, rubric=None)
+    grade._class_report(grading, None)
+    err = capsys.readouterr().err
+    assert "class report not written (RuntimeError: disk full)" in err
+    assert f"mhalib report --course {tmp_path}" in err
