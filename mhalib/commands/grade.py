@@ -67,6 +67,8 @@ def add_arguments(parser) -> None:
                              "(lesson 08's training) instead of once per class")
     parser.add_argument("--no-progress", dest="progress", action="store_false",
                         help="no progress bar")
+    parser.add_argument("--no-report", dest="class_report", action="store_false",
+                        help="do not write the class report (mhalib report) after grading")
 
 
 def _limits(args):
@@ -128,4 +130,25 @@ def run(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     _report(summary, grading)
+    if args.class_report:
+        _class_report(grading, args.rubric)
     return 0 if summary.integrity == "ok" else 1
+
+
+def _class_report(grading, rubric_file: Path | None) -> None:
+    """The class report of the assignment just graded (``mhalib report``, names hidden)."""
+    from mhalib.classroom.report.build import ReportOptions, build_report
+    from mhalib.classroom.report.output import reports_dir, write_report
+
+    options = ReportOptions(course=grading.course, assignments=[grading.assignment],
+                            db_url=grading.db_url, source=grading.source, keys=grading.keys,
+                            rubric=grading.rubric, rubric_name=rubric_file and
+                            f"the rubric {rubric_file} over the course rubric")
+    try:
+        files = write_report(build_report(options), reports_dir(grading.course),
+                             grading.assignment)
+    except Exception as error:  # the grades are written; a report problem must not hide that
+        print(f"class report not written ({type(error).__name__}: {error}); run `mhalib "
+              f"report --course {grading.course}` to retry", file=sys.stderr)
+        return
+    print(f"class report: {files.html}")

@@ -22,6 +22,7 @@ from mhalib.grading.plan import Issue
 from mhalib.grading.rubric import Rubric
 
 RESULT_FORMAT = "mhalib-grading-result/1"
+MAX_RESPONSE_CHARS = 3000  # of an exercise's answer cell kept in ItemVerdict.response
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,13 @@ class ItemVerdict:
     ("quick_check"): ``share`` of its ``max_points`` earned, and why.
 
     ``diagnosis`` is the checker's finding; ``credit`` says how the points follow from it under
-    the rubric (empty when there is nothing to add, e.g. all checks passed or nothing graded);
-    ``hints`` is how many of the exercise's hints the notebook recorded as taken.
+    the rubric (empty when there is nothing to add, e.g. all checks passed or nothing graded).
+    ``response`` is what the learner answered, kept for class reports
+    (:mod:`mhalib.classroom.report`): for an exercise ``{"answer": <answer cell source, cut at
+    MAX_RESPONSE_CHARS>, "blank": <the cell is the release's stub>}``; for a quick check
+    ``{"answer": <recorded answer>, "option": <canonical option index or None>, "slip": <the
+    key's known slip matched, or None>}``; empty when nothing was read. ``hints`` is how many
+    of the exercise's hints the notebook recorded as taken.
     """
 
     kind: str
@@ -79,6 +85,7 @@ class ItemVerdict:
     max_points: float = 0.0
     points: float = 0.0
     hints: int = 0
+    response: dict = field(default_factory=dict)
 
     def explanation(self, limit: int = 4000) -> str:
         """The diagnosis (cut at ``limit``) and, after a dash, the credit note."""

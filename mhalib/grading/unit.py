@@ -26,7 +26,13 @@ from mhalib.grading.plan import (
     release_cell_copy,
     sandbox_plan,
 )
-from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
+from mhalib.grading.records import (
+    MAX_RESPONSE_CHARS,
+    GradingResult,
+    GradingTask,
+    ItemVerdict,
+    RunStats,
+)
 from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
 from mhalib.grading.scorer import grade_cell_scores, score_notebook, seals_by_exercise
 from mhalib.hints.record import hints_taken
@@ -135,6 +141,19 @@ def _explain_missing(verdicts: dict[str, ItemVerdict], plan: Plan, outcome: Outc
                                   f"{errors[0]['evalue'][:200]}")
 
 
+def _keep_answers(verdicts: dict[str, ItemVerdict], plan: Plan, model: NotebookModel) -> None:
+    """Each exercise's answer cell as submitted, and whether it is still the release's stub
+    (``ItemVerdict.response``, read by class reports; nothing when the notebook was unreadable)."""
+    stubs = {nbgrader_meta(c).get("grade_id"): c.get("source", "")
+             for c in model.release.get("cells", [])}
+    for cell in plan.cells:
+        verdict = verdicts.get(nbgrader_meta(cell).get("grade_id"))
+        if verdict is not None and verdict.kind == "exercise" and cell.get("origin") == "learner":
+            source = str(cell.get("source", ""))
+            verdict.response = {"answer": source[:MAX_RESPONSE_CHARS], "blank": source.strip()
+                                == str(stubs.get(verdict.item, "")).strip()}
+
+
 def grade_unit(task: GradingTask) -> GradingResult:
     """Grade one student's notebook; see the module docstring."""
     started = time.monotonic()
@@ -153,6 +172,7 @@ def grade_unit(task: GradingTask) -> GradingResult:
     verdicts = score_notebook(model, records, answers, _not_reached(model, outcome, plan),
                               task.rubric, task.student, task.quick_check_keys, hints)
     _explain_missing(verdicts, plan, outcome)
+    _keep_answers(verdicts, plan, model)
     issues = [*plan.issues, *outcome.issues]
     if task.sandbox == "none":
         issues.append(Issue("no_sandbox", "graded without bubblewrap: learner code was not "
