@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhalib.checks import get_exercise
+from mhalib.checks.physical import SEAL_FORMAT
 from mhalib.checks.probe import probe
 from mhalib.grading.assignment import NotebookModel, load_assignment, nbgrader_meta
 from mhalib.grading.gradebook import ensure_assignment
@@ -85,7 +86,9 @@ def _exercise_verdicts(item: ItemPlan, model: NotebookModel, rubric) -> list[Ite
         if id(planted) not in judged:
             func, source = _answer(model, item.item, planted)
             record = probe(get_exercise(item.item), func, SEED, "grading")
-            verdict, credit = judge_exercise(item.item, json.dumps(record), True, SEED, None,
+            seal = {"format": SEAL_FORMAT, "exercise": item.item, "session": "generic",
+                    "seed": SEED, "record": record, "facts": {}}
+            verdict, credit = judge_exercise(item.item, {"generic": json.dumps(seal)}, True, None,
                                              rubric)
             verdict.max_points = model.points_of(item.item)
             verdict.credit = credit.note(verdict.max_points)
