@@ -49,7 +49,7 @@ def run_class_cache(model: NotebookModel, mode: str, limits: Limits,
 
     started = time.monotonic()
     try:
-        reply = worker_sandbox(mode).run(plan)
+        reply = worker_sandbox(mode, model.assignment).run(plan)
     except (SandboxError, OSError, ValueError) as error:
         reply = {"error": str(error)[:300]}
     exported = {f"{key}.json": text.encode("utf-8")

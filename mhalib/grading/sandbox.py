@@ -139,15 +139,16 @@ def _fontcache() -> str | None:
 class Sandbox:
     """One warm zygote in a sandbox; ``run`` grades one notebook plan in a fresh child."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, assignment: str | None = None):
         if mode not in ("bwrap", "none"):
             raise ValueError(f"mode={mode!r} is not 'bwrap' or 'none'")
         self.mode = mode
+        self.assignment = assignment
         self.process: subprocess.Popen | None = None
         self.info: dict = {}
         self._buffer = b""
         self._home = Path(tempfile.mkdtemp(prefix="mhalib-sandbox-"))
-        self._package = write_answer_free_copy(self._home / "package")
+        self._package = write_answer_free_copy(self._home / "package", assignment)
         self._log_path = self._home / "zygote.log"
 
     def _environment(self, exchange: str, package: str, scratch: str) -> dict:

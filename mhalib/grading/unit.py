@@ -38,7 +38,7 @@ from mhalib.grading.scorer import grade_cell_scores, score_notebook, seals_by_ex
 from mhalib.hints.record import hints_taken
 from mhalib.quiz.record import recorded_answers
 
-_SANDBOXES: dict[str, Sandbox] = {}
+_SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}
 _RESOLVED: dict[str, str] = {}
 
 
@@ -52,15 +52,16 @@ def resolve_mode(requested: str) -> str:
     return _RESOLVED[requested]
 
 
-def worker_sandbox(mode: str) -> Sandbox:
-    """This process's warm sandbox (started on first use, restarted after a crash)."""
-    sandbox = _SANDBOXES.get(mode)
+def worker_sandbox(mode: str, assignment: str | None = None) -> Sandbox:
+    """This process's warm sandbox for ``assignment`` (started on first use, restarted after a
+    crash): its copy of mhalib holds nothing that computes that assignment's answers."""
+    sandbox = _SANDBOXES.get((mode, assignment))
     if sandbox is None:
         if not _SANDBOXES:
             import atexit
 
             atexit.register(close_sandboxes)
-        sandbox = _SANDBOXES[mode] = Sandbox(mode)
+        sandbox = _SANDBOXES[(mode, assignment)] = Sandbox(mode, assignment)
     if not sandbox.running:
         sandbox.start()
     return sandbox
@@ -104,7 +105,7 @@ def _plan_for(task: GradingTask) -> tuple[Plan, dict]:
 def _run(task: GradingTask, plan: Plan) -> dict:
     """The sandbox's reply (untrusted JSON data) for ``plan``."""
     try:
-        sandbox = worker_sandbox(task.sandbox)
+        sandbox = worker_sandbox(task.sandbox, task.assignment)
         files = {path: base64.b64encode(data).decode("ascii")
                  for path, data in task.files.items()}  # the zygote's JSON wire format
         cache = {name: base64.b64encode(data).decode("ascii")
