@@ -73,10 +73,12 @@ def tool_env() -> dict:
 
 def notebook_of(model, kind: str) -> dict:
     """One synthetic submission of ``kind`` for the lesson ``model``."""
-    from mhalib.grading.demo_class import answer_sources, quick_check_answers, submission
+    from mhalib.grading.answered_notebook import answer_sources, quick_check_answers, submission
+    from mhalib.quiz.keys import instructor_keys
 
     right = answer_sources(model)
-    quick = quick_check_answers(model)  # answered in their forms, as recorded on saving
+    # answered in their forms, as recorded on saving
+    quick = quick_check_answers(model, instructor_keys(model.assignment))
     first = model.exercises[0]
     if kind == "blank":
         return submission(model)
@@ -90,7 +92,7 @@ def notebook_of(model, kind: str) -> dict:
 
 
 def write_class(model, submitted: Path, students: int) -> None:
-    from mhalib.grading.demo_class import to_bytes
+    from mhalib.grading.answered_notebook import to_bytes
 
     for number in range(students):
         kind = KINDS[number % len(KINDS)]

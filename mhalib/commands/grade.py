@@ -17,7 +17,7 @@ HELP = "grade a class's submissions in parallel, sandboxed, into the nbgrader gr
 
 
 def add_arguments(parser) -> None:
-    from mhalib.grading.limits import Limits
+    from mhalib.grading.sandbox.limits import Limits
 
     defaults = Limits()
     parser.add_argument("submitted", metavar="SUBMITTED_DIR", type=Path,
@@ -70,7 +70,7 @@ def add_arguments(parser) -> None:
 
 
 def _limits(args):
-    from mhalib.grading.limits import Limits
+    from mhalib.grading.sandbox.limits import Limits
 
     cell_output = min(Limits().cell_output_bytes, args.output_bytes)
     return Limits(notebook_seconds=args.timeout, cell_seconds=min(args.cell_timeout, args.timeout),
@@ -104,7 +104,7 @@ def _report(summary, run) -> None:
 def run(args) -> int:
     from mhalib.grading.pipeline import GradingRun, grade_class
     from mhalib.grading.rubric import load_rubric
-    from mhalib.grading.sandbox import SandboxError
+    from mhalib.grading.sandbox_host import SandboxError
 
     if args.jobs < 1:
         print(f"error: --jobs={args.jobs} must be at least 1", file=sys.stderr)

@@ -4,20 +4,21 @@ hostile. ``grading/examples/`` is generated with it and the README grades it::
     python -m mhalib.grading.demo_class --out grading/examples/submitted \
         --zips grading/examples/zips
 
-The helpers (:func:`answer_sources`, :func:`submission`) also build the test catalogue and the
-benchmark class.
+The submissions are built by :mod:`mhalib.grading.answered_notebook`.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
-import json
 from pathlib import Path
 
-from mhalib.grading.assignment import NotebookModel, is_answer_cell, load_assignment, nbgrader_meta
-
-_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+from mhalib.grading.answered_notebook import (
+    answer_sources,
+    quick_check_answers,
+    submission,
+    to_bytes,
+)
+from mhalib.grading.assignment import NotebookModel, load_assignment
 
 SOFTMAX_NO_SHIFT = '''def softmax(x, axis=-1):
     e = np.exp(x)
@@ -48,62 +49,16 @@ def softmax(x, axis=-1):
 '''
 
 
-def strip_markers(source: str) -> str:
-    """A source cell's text without nbgrader's solution markers (the instructor's answer)."""
-    return "\n".join(line for line in source.split("\n") if line.strip() not in _MARKERS)
-
-
-def answer_sources(model: NotebookModel) -> dict[str, str]:
-    """grade_id -> the instructor's answer, for every code answer cell of the source."""
-    return {nbgrader_meta(c)["grade_id"]: strip_markers(c["source"])
-            for c in model.source["cells"]
-            if is_answer_cell(c) and c.get("cell_type") == "code"}
-
-
-def quick_check_answers(model: NotebookModel) -> dict:
-    """question id -> the instructor's answer, for every quick check of the notebook."""
+def _keys(model: NotebookModel) -> dict:
     from mhalib.quiz.keys import instructor_keys
 
-    if not model.questions:
-        return {}
-    keys = instructor_keys(model.assignment)
-    return {qid: keys[qid]["answer"] for qid in model.questions}
-
-
-def submission(model: NotebookModel, answers: dict[str, str] | None = None,
-               after: dict[str, str] | None = None, drop: tuple[str, ...] = (),
-               quick_checks: dict | None = None) -> dict:
-    """The release notebook with ``answers`` put into answer cells (by grade id), quick-check
-    answers recorded as the form records them (``quick_checks``: question id -> answer),
-    ``after`` sources inserted as new cells after the named cells, and cells in ``drop``
-    removed."""
-    from mhalib.quiz.record import with_answers
-
-    notebook = with_answers(dict(model.release), quick_checks or {})
-    cells = []
-    for cell in notebook["cells"]:
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        if grade_id in drop:
-            continue
-        cell = copy.deepcopy(dict(cell))
-        if answers and grade_id in answers:
-            cell["source"] = answers[grade_id]
-        cells.append(cell)
-        if after and grade_id in after:
-            cells.append({"cell_type": "code", "id": f"learner-{len(cells)}", "metadata": {},
-                          "execution_count": None, "outputs": [], "source": after[grade_id]})
-    notebook["cells"] = cells
-    return notebook
-
-
-def to_bytes(notebook: dict) -> bytes:
-    return (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return instructor_keys(model.assignment) if model.questions else {}
 
 
 def demo_submissions(model: NotebookModel) -> dict[str, bytes]:
     """student id -> notebook bytes for the demo class."""
     right = answer_sources(model)
-    quick = quick_check_answers(model)
+    quick = quick_check_answers(model, _keys(model))
     slips = {qid: "0" if isinstance(answer, str) else (answer + 1) % 2
              for qid, answer in quick.items()}  # a wrong blank, a wrong option
     first = model.exercises[0]
@@ -144,7 +99,7 @@ def write_demo_zips(model: NotebookModel, out: Path) -> list[Path]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(f"hana/{model.notebook}", to_bytes(submission(
-            model, answer_sources(model), quick_checks=quick_check_answers(model))))
+            model, answer_sources(model), quick_checks=quick_check_answers(model, _keys(model)))))
         archive.writestr("hana/notes.txt", "my notes travel with the notebook\n")
     paths = [Path(out) / "hana_1001_2001.zip", Path(out) / "ivan_1002_2002.zip"]
     paths[0].write_bytes(buffer.getvalue())

@@ -16,10 +16,10 @@ from mhalib.grading.export import export_course
 from mhalib.grading.flags import needs_review
 from mhalib.grading.gradebook import backup, ensure_assignment, integrity_check
 from mhalib.grading.intake import Submission, discover
-from mhalib.grading.limits import Limits
 from mhalib.grading.records import GradingResult, GradingTask
 from mhalib.grading.rubric import Rubric, default_rubric
-from mhalib.grading.sandbox import choose_mode
+from mhalib.grading.sandbox.limits import Limits
+from mhalib.grading.sandbox_host import choose_mode
 from mhalib.grading.writer import CourseLayout, ResultWriter
 
 

@@ -18,7 +18,6 @@ from mhalib.grading.assignment import NotebookModel, nbgrader_meta
 from mhalib.grading.graded_notebook import build_graded_notebook
 from mhalib.grading.outcome import Outcome, read_outcome
 from mhalib.grading.plan import (
-    Issue,
     NotebookUnreadable,
     Plan,
     build_plan,
@@ -26,8 +25,9 @@ from mhalib.grading.plan import (
     release_cell_copy,
     sandbox_plan,
 )
-from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
-from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
+from mhalib.grading.records import GradingResult, GradingTask, Issue, ItemVerdict, RunStats
+from mhalib.grading.sandbox.limits import Limits
+from mhalib.grading.sandbox_host import Sandbox, SandboxError, choose_mode
 from mhalib.grading.scorer import grade_cell_scores, score_notebook
 from mhalib.quiz.record import recorded_answers
 
@@ -109,6 +109,13 @@ def _run(task: GradingTask, plan: Plan) -> dict:
         return {"error": str(error)[:500], "steps": ""}
 
 
+def _records(reply: dict, model: NotebookModel, limits: Limits) -> dict[str, str | None]:
+    """Exercise -> its record's text in the sandbox's (untrusted) reply; None for a record that
+    is no text or is larger than ``limits.record_bytes`` (the sandbox already cut it there)."""
+    return {name: text if isinstance(text, str) and len(text) <= limits.record_bytes else None
+            for name, text in (reply.get("records") or {}).items() if name in model.exercises}
+
+
 def _not_reached(model: NotebookModel, outcome: Outcome, plan: Plan) -> dict[str, str]:
     reasons = {}
     for item in model.exercises:
@@ -145,7 +152,7 @@ def grade_unit(task: GradingTask) -> GradingResult:
         outcome = read_outcome(reply, plan.steps, task.limits)
     else:
         outcome = Outcome()
-    records = {k: v for k, v in (reply.get("records") or {}).items() if k in model.exercises}
+    records = _records(reply, model, task.limits)
     answers = recorded_answers(submitted, model.questions)  # read here, never in the sandbox
     verdicts = score_notebook(model, records, answers, task.seed,
                               _not_reached(model, outcome, plan), task.rubric, task.student,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mhalib.grading.sandbox import bwrap_problem
+from mhalib.grading.sandbox_host import bwrap_problem
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = FIXTURES / "solutions"

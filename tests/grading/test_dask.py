@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mhalib.grading.limits import Limits
 from mhalib.grading.pipeline import GradingRun, grade_class
+from mhalib.grading.sandbox.limits import Limits
 from tests.grading.conftest import ASSIGNMENT, SOURCE, read_results
 
 STUDENTS = ["correct", "partly-wrong", "os-exit", "invalid-json"]

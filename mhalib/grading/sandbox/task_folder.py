@@ -1,4 +1,4 @@
-"""The exchange folder between the zygote and one notebook's process.
+"""The task folder between the zygote and one notebook's process.
 
 Inputs (the submission's other files) go in before the fork; the notebook's process appends
 its step log and writes records; the zygote reads them back afterwards without
@@ -11,8 +11,6 @@ import base64
 import os
 import shutil
 import stat
-
-MAX_RECORD_BYTES = 24 * 1024 * 1024
 
 
 def wipe(folder: str) -> None:
@@ -61,7 +59,8 @@ def read_capped(path: str, cap: int) -> tuple[str | None, bool]:
 
 
 def collect(task_dir: str, limits: dict) -> dict:
-    """Step log, records and setup error of a finished notebook, as capped text."""
+    """Step log, records and setup error of a finished notebook, as capped text (a record or a
+    class-cache entry larger than ``limits["record_bytes"]`` comes back as None)."""
     steps_cap = 3 * int(limits.get("output_bytes", 1_000_000)) + (1 << 20)
     steps, truncated = read_capped(os.path.join(task_dir, "steps.jsonl"), steps_cap)
     setup_error, _ = read_capped(os.path.join(task_dir, "setup_error.txt"), 2000)
@@ -72,7 +71,7 @@ def collect(task_dir: str, limits: dict) -> dict:
         names = sorted(os.listdir(folder))[:64] if os.path.isdir(folder) else []
         for name in names:
             if name.endswith(".json"):
-                text, cut = read_capped(os.path.join(folder, name), MAX_RECORD_BYTES)
+                text, cut = read_capped(os.path.join(folder, name), int(limits["record_bytes"]))
                 if text is not None:
                     out[kind][name[:-5]] = None if cut else text
     return out

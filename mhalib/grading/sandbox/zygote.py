@@ -1,7 +1,7 @@
 """The warm grading process: imports numpy, torch and matplotlib once, forks one child per notebook.
 
-It runs inside the sandbox (``python -m mhalib.grading.zygote CONFIG_JSON``) and never executes
-learner code itself. Per notebook it forks:
+It runs inside the sandbox (``python -m mhalib.grading.sandbox.zygote CONFIG_JSON``) and never
+executes learner code itself. Per notebook it forks:
 
 * with namespaces (the normal case under bubblewrap): an intermediate process that unshares
   mount, PID and IPC namespaces and forks a reaper, PID 1 of the new PID namespace. The reaper
@@ -28,7 +28,7 @@ import signal
 import sys
 import time
 
-from mhalib.grading import exchange, sysns
+from mhalib.grading.sandbox import sysns, task_folder
 
 SCRATCH = "/scratch"
 _REBIND: list[tuple[str, str]] = []  # (hold, prefix) pairs, from the sandbox's config
@@ -109,7 +109,7 @@ def _become_learner(shell, request: dict, task_dir: str, workdir: str) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing too much fails, it does not kill
     os.chdir(workdir)
     os.environ.update({"HOME": workdir, "TMPDIR": "/tmp", "PWD": workdir})
-    from mhalib.grading.executor import run_plan
+    from mhalib.grading.sandbox.executor import run_plan
 
     run_plan(shell, request["plan"], task_dir)
 
@@ -280,11 +280,11 @@ def _wait(pid: int, deadline: float, on_timeout) -> tuple[int, int, bool, float]
 
 def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
     """Run one notebook plan in a fresh child; returns the reply sent to the grader."""
-    exchange.wipe(exchange_dir)
+    task_folder.wipe(exchange_dir)
     task_dir = os.path.join(exchange_dir, "task")
     os.makedirs(os.path.join(task_dir, "input"))
-    exchange.write_inputs(request.get("files", {}), os.path.join(task_dir, "input"))
-    exchange.write_inputs(request.get("class_cache", {}), os.path.join(task_dir, "class_cache"))
+    task_folder.write_inputs(request.get("files", {}), os.path.join(task_dir, "input"))
+    task_folder.write_inputs(request.get("class_cache", {}), os.path.join(task_dir, "class_cache"))
     started = time.monotonic()
     deadline = started + float(request["plan"]["limits"]["notebook_seconds"])
     if isolated:
@@ -308,8 +308,8 @@ def run_task(shell, request: dict, exchange_dir: str, isolated: bool) -> dict:
               "setup_failed": code == EXIT_SETUP_FAILED,
               "seconds": round(time.monotonic() - started, 4), "max_rss_kb": max_rss,
               "cpu_seconds": round(cpu, 4)}
-    result.update(exchange.collect(task_dir, request["plan"]["limits"]))
-    exchange.wipe(exchange_dir)
+    result.update(task_folder.collect(task_dir, request["plan"]["limits"]))
+    task_folder.wipe(exchange_dir)
     return result
 
 
@@ -319,7 +319,7 @@ def main(argv: list[str]) -> int:
     protocol_out = os.dup(1)
     os.dup2(2, 1)  # anything printed while importing goes to the log, not the protocol
     warnings = _preimport(config)
-    from mhalib.grading.executor import make_shell
+    from mhalib.grading.sandbox.executor import make_shell
 
     shell = make_shell()
     isolated = False

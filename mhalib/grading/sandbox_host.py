@@ -3,9 +3,9 @@
 With bubblewrap (Debian package ``bubblewrap``) the zygote sees a read-only system and Python,
 an answer-free copy of mhalib, and nothing else of the host: no network, no home folder, no
 solutions/, no gradebook, no other student's work. Inside, each notebook gets its own mount,
-PID and IPC namespaces (see :mod:`mhalib.grading.zygote`). Without bubblewrap the same zygote runs
-as a plain process: time, memory, output and process limits still apply, but files and network
-are NOT isolated; :func:`choose_mode` says so loudly.
+PID and IPC namespaces (see :mod:`mhalib.grading.sandbox.zygote`). Without bubblewrap the same
+zygote runs as a plain process: time, memory, output and process limits still apply, but files
+and network are NOT isolated; :func:`choose_mode` says so loudly.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from mhalib.grading.sandbox_package import write_answer_free_copy
 
 PACKAGE_MOUNT = "/opt/mhalib-grader"
+ZYGOTE = "mhalib.grading.sandbox.zygote"  # the module the sandbox runs
 EXCHANGE = "/exchange"
 EXCHANGE_BYTES = 192 * 1024 * 1024
 PREIMPORT = ["numpy", "torch", "matplotlib", "IPython", "mhalib.checks", "mhalib.quiz"]
@@ -140,7 +141,7 @@ class Sandbox:
         self._package = write_answer_free_copy(self._home / "package")
         self._log_path = self._home / "zygote.log"
 
-    def _environment(self, exchange: str, package: str, scratch: str) -> dict:
+    def _environment(self, package: str, scratch: str) -> dict:
         path = os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
                                 "/bin"])
         return {"PATH": path, "HOME": scratch, "PYTHONPATH": package, "MHALIB_GRADING": "1",
@@ -159,8 +160,8 @@ class Sandbox:
             os.makedirs(exchange, exist_ok=True)
             config = {"exchange": exchange, "namespaces": False, "preimport": PREIMPORT,
                       "fontcache": fontcache}
-            env = self._environment(exchange, str(self._package), str(self._home))
-            return [sys.executable, "-m", "mhalib.grading.zygote", json.dumps(config)], env
+            env = self._environment(str(self._package), str(self._home))
+            return [sys.executable, "-m", ZYGOTE, json.dumps(config)], env
         config = {"exchange": EXCHANGE, "namespaces": True, "preimport": PREIMPORT,
                   "fontcache": "/opt/mpl-seed/fontlist.json" if fontcache else None,
                   "rebind": prefixes_under_private_tops()}
@@ -172,9 +173,9 @@ class Sandbox:
                    "--chdir", "/scratch", "--hostname", "grader", "--clearenv"]
         if fontcache:
             command += ["--ro-bind", fontcache, "/opt/mpl-seed/fontlist.json"]
-        for key, value in self._environment(EXCHANGE, PACKAGE_MOUNT, "/scratch").items():
+        for key, value in self._environment(PACKAGE_MOUNT, "/scratch").items():
             command += ["--setenv", key, value]
-        command += ["--", sys.executable, "-m", "mhalib.grading.zygote", json.dumps(config)]
+        command += ["--", sys.executable, "-m", ZYGOTE, json.dumps(config)]
         return command, {}
 
     def start(self) -> dict:
@@ -227,7 +228,7 @@ class Sandbox:
         """Run one notebook plan (see :mod:`mhalib.grading.plan`); returns the zygote's result.
 
         ``files`` (relative path -> base64) go into the notebook's folder; ``class_cache``
-        (file name -> base64) holds the class run's results (:mod:`~.class_cache`).
+        (file name -> base64) holds the class run's results (:mod:`~.sandbox.class_cache`).
 
         Raises :class:`SandboxError` when the zygote itself dies or hangs; the caller restarts.
         """

@@ -25,7 +25,8 @@ is a learner silently graded on the instructor's version of a cell they changed.
 reached more than one level down (an attribute of an object the cell's functions use) are not
 fingerprinted; the exercises' scores never depend on such cells (they are judged outside).
 
-This module is imported inside the sandbox: standard library only at import time.
+This module is imported inside the sandbox: standard library only at import time. Which cells
+are cached (the metadata above) is read on the host, by :mod:`mhalib.grading.cached_cells`.
 """
 
 from __future__ import annotations
@@ -40,17 +41,8 @@ import pickle
 import sys
 import types
 
-METADATA_KEY = "mhalib"
 CACHE_DIR = "class_cache"  # in a task's exchange folder: files written by the class run
 EXPORT_DIR = "cache"  # in a task's exchange folder: what the class run exports
-MAX_ENTRY_BYTES = 16 * 1024 * 1024
-
-
-def memo_paths(cell: dict) -> list[str]:
-    """The dotted names of the memo dicts a cacheable cell fills (cell metadata ``memo``)."""
-    meta = cell.get("metadata", {}).get(METADATA_KEY, {})
-    paths = meta.get("memo", []) if isinstance(meta, dict) else []
-    return [str(p) for p in paths] if isinstance(paths, list) else []
 
 
 def memo_dict(path: str) -> dict:
@@ -62,18 +54,6 @@ def memo_dict(path: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"memo={path!r} is not a dict")
     return value
-
-
-def is_cacheable(cell: dict) -> bool:
-    """True for a code cell the instructor marked ``{"mhalib": {"class_cache": true}}``."""
-    meta = cell.get("metadata", {}).get(METADATA_KEY) if isinstance(cell, dict) else None
-    return (cell.get("cell_type") == "code" and isinstance(meta, dict)
-            and meta.get("class_cache") is True)
-
-
-def cell_source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
 
 
 def cache_key(source: str) -> str:
@@ -216,12 +196,13 @@ def write_export(task_dir: str, entry: dict) -> None:
         handle.write(json.dumps(entry))
 
 
-def load_entry(task_dir: str, key: str) -> dict | None:
-    """The class run's entry for ``key`` (None when the class run left none)."""
+def load_entry(task_dir: str, key: str, max_bytes: int) -> dict | None:
+    """The class run's entry for ``key`` (None when the class run left none, or one larger than
+    ``max_bytes``: :attr:`~mhalib.grading.sandbox.limits.Limits.record_bytes`)."""
     path = os.path.join(task_dir, CACHE_DIR, f"{key}.json")
     try:
         with open(path, encoding="utf-8") as handle:
-            entry = json.loads(handle.read(MAX_ENTRY_BYTES))
+            entry = json.loads(handle.read(max_bytes))
     except (OSError, ValueError):
         return None
     return entry if isinstance(entry, dict) and entry.get("key") == key else None

@@ -23,18 +23,17 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets import Type
 from traitlets.config import Config
 
-from mhalib.grading.capture import (
+from mhalib.grading.sandbox.capture import (
     CappedStream,
     CollectingDisplayHook,
     CollectingPublisher,
     OutputBudget,
 )
-from mhalib.grading.limits import Limits
+from mhalib.grading.sandbox.limits import Limits
 
 _dumps = json.dumps  # bound now: a learner replacing json.dumps later does not reach us
 _write = os.write
 _monotonic = time.monotonic
-_ABSENT = object()
 # shell methods a notebook can replace on the instance to hide errors or skip cells
 _SHELL_METHODS = ("showtraceback", "_showtraceback", "run_cell", "run_ast_nodes", "run_code",
                   "transform_cell")
@@ -124,8 +123,8 @@ def tampering(shell: GraderShell) -> list[str]:
 
 
 def _replay(shell: GraderShell, entry: dict, budget: OutputBudget) -> str:
-    """Stand in for a cell with the class run's results (see mhalib.grading.class_cache)."""
-    from mhalib.grading.class_cache import replay_values
+    """Stand in for a cell with the class run's results (see mhalib.grading.sandbox.class_cache)."""
+    from mhalib.grading.sandbox.class_cache import replay_values
 
     budget.start_cell()
     replay_values(entry, shell.user_ns)
@@ -142,12 +141,12 @@ def _run_cell_step(shell: GraderShell, step: dict, budget: OutputBudget, limits:
                    exchange_dir: str) -> tuple[str, dict]:
     """Run one cell step; a class-cached cell is replayed when allowed, exported in the class
     run. Returns (status, what the step log says about the cache)."""
-    from mhalib.grading import class_cache
+    from mhalib.grading.sandbox import class_cache
 
     key, export = step.get("class_cache"), step.get("export_class_cache")
     if key and not export:
         try:
-            entry = class_cache.load_entry(exchange_dir, key)
+            entry = class_cache.load_entry(exchange_dir, key, limits.record_bytes)
             reason = class_cache.refusal(entry, step["source"], shell.user_ns, tampering(shell))
             if reason is None:
                 return _replay(shell, entry, budget), {"class_cache": "replayed"}

@@ -1,4 +1,4 @@
-"""The limits one graded notebook runs under (time, memory, output, files)."""
+"""The limits one graded notebook runs under (time, memory, output, files, records)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ class Limits:
     scratch_mb: size of the writable scratch file system (working folder, /tmp, /dev/shm).
     notebook_bytes: largest submitted notebook file read at all.
     files_bytes: total size of the other files of a submission copied into its folder.
+    record_bytes: largest file the notebook's process leaves for the grader (one exercise's
+        record, one exported class-cache entry); a larger one is not read (``bad_record``).
     """
 
     notebook_seconds: float = 120.0
@@ -31,6 +33,7 @@ class Limits:
     scratch_mb: int = 256
     notebook_bytes: int = 20_000_000
     files_bytes: int = 20_000_000
+    record_bytes: int = 24 * 1024 * 1024
 
     def __post_init__(self):
         for item in fields(self):

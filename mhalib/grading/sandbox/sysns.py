@@ -103,12 +103,3 @@ def drop_all_capabilities() -> None:
     data = (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset(all capabilities cleared)")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-
-
-def effective_capabilities() -> int:
-    """Bit mask of this process's effective capabilities (from /proc/self/status)."""
-    with open("/proc/self/status", encoding="ascii") as handle:
-        for line in handle:
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
-    return 0

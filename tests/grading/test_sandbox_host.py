@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mhalib.grading import sandbox as sandbox_module
-from mhalib.grading.limits import Limits
-from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
+from mhalib.grading import sandbox_host as sandbox_module
+from mhalib.grading.sandbox.limits import Limits
+from mhalib.grading.sandbox_host import Sandbox, SandboxError, choose_mode
 
 LIMITS = Limits(notebook_seconds=20, cell_seconds=5, memory_mb=256).to_dict()
 
