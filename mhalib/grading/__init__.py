@@ -26,7 +26,9 @@ One concept per module; what runs inside the sandbox is the subpackage
   :mod:`~mhalib.grading.feedback`, :mod:`~mhalib.grading.export`,
   :mod:`~mhalib.grading.writer`: what a run writes, by the single writer
 - :mod:`~mhalib.grading.pipeline`: a whole run; :mod:`~mhalib.grading.flags`: flag meanings
-- :mod:`~mhalib.grading.demo_class`: the demo class in grading/examples/
+
+Where the course lives, the release, nbgrader's configuration and the class hub are the
+instructor's other package, :mod:`mhalib.classroom`, which imports this one (never the other way).
 
 Nothing is imported here, so ``import mhalib.grading.sandbox.zygote`` inside the sandbox stays
 light.

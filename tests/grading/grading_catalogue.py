@@ -17,14 +17,14 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mhalib.classroom.demo_class import ATTENTION_NO_SCALE, SOFTMAX_NO_SHIFT
 from mhalib.grading.answered_notebook import (
     answer_sources,
     quick_check_answers,
     submission,
     to_bytes,
 )
-from mhalib.grading.demo_class import ATTENTION_NO_SCALE, SOFTMAX_NO_SHIFT
-from mhalib.quiz.keys import instructor_keys
+from tests.checkout import keys_of
 
 ITEMS = ("softmax", "attention", "qc_weights_shape")
 MARKER = "MHALIB_BG_MARKER_7731"
@@ -44,7 +44,7 @@ def _all(kind: str) -> dict[str, str]:
 
 
 def _right_quick_checks(model) -> dict:
-    return quick_check_answers(model, instructor_keys(model.assignment))
+    return quick_check_answers(model, keys_of(model.assignment))
 
 
 def _nb(answers=None, after=None, drop=(), mutate=None, quick=None):

@@ -25,7 +25,7 @@ from mhalib.grading.rubric import default_rubric
 from mhalib.grading.sandbox.class_cache import cache_key
 from mhalib.grading.sandbox.limits import Limits
 from mhalib.grading.unit import close_sandboxes, grade_unit
-from mhalib.quiz.keys import instructor_keys
+from tests.checkout import keys_of
 
 TRAIN = ('import os\ntrained_in = os.getpid()\nweights = np.full(3, 0.5)\n'
          'print("trained in", trained_in, "sum", weights.sum())')
@@ -58,7 +58,7 @@ def _grade(model, cache, notebook: dict):
     task = GradingTask(student="s", assignment=model.assignment, model=model.for_worker(),
                        seed=3, limits=LIMITS, rubric=default_rubric(), sandbox="none",
                        submission=to_bytes(notebook), class_cache=cache,
-                       quick_check_keys=instructor_keys(model.assignment))
+                       quick_check_keys=keys_of(model.assignment))
     result = grade_unit(task)
     train = next(c for c in result.graded_notebook["cells"] if "trained_in" in c["source"])
     text = "".join(o.get("text", "") for o in train["outputs"])
@@ -76,7 +76,7 @@ def _class_pid(cache) -> int:
 
 def _with_train(model, source: str, before: str | None = None) -> dict:
     notebook = submission(model, answer_sources(model), quick_checks=quick_check_answers(
-        model, instructor_keys(model.assignment)))
+        model, keys_of(model.assignment)))
     for index, cell in enumerate(notebook["cells"]):
         if cell.get("id") == "train":
             cell["source"] = source

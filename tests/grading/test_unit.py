@@ -14,14 +14,14 @@ from mhalib.grading.records import GradingResult, GradingTask
 from mhalib.grading.rubric import default_rubric
 from mhalib.grading.sandbox.limits import Limits
 from mhalib.grading.unit import close_sandboxes, grade_unit, grader_error_result
-from mhalib.quiz.keys import instructor_keys
+from tests.checkout import keys_of
 
 
 def _task(model, student: str, data: bytes | None, **changes) -> GradingTask:
     return GradingTask(student=student, assignment=model.assignment, model=model.for_worker(),
                        seed=5, limits=Limits(notebook_seconds=20, cell_seconds=5),
                        rubric=default_rubric(), sandbox="none", submission=data,
-                       quick_check_keys=instructor_keys(model.assignment), **changes)
+                       quick_check_keys=keys_of(model.assignment), **changes)
 
 
 def test_an_unreadable_notebook_is_graded_without_running(fixture_model):
@@ -58,7 +58,7 @@ def test_killing_the_grader_process_costs_only_that_notebook(fixture_model):
         first = grade_unit(_task(fixture_model, "killer", to_bytes(killer)))
         second = grade_unit(_task(fixture_model, "next", to_bytes(submission(
             fixture_model, right, quick_checks=quick_check_answers(
-                fixture_model, instructor_keys(fixture_model.assignment))))))
+                fixture_model, keys_of(fixture_model.assignment))))))
     finally:
         close_sandboxes()
     assert "sandbox_error" in first.issue_flags()

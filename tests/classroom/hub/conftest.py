@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
-from mhalib.commands.hub import find_proxy
-from mhalib.hub_users import can_manage_users
+from mhalib.classroom.hub.launch import find_proxy
+from mhalib.classroom.hub.users import can_manage_users
 from tests.browser.conftest import CHROMIUM_ARGS, _unavailable, find_chromium
-from tests.hub.class_hub import new_class, remove_class
+from tests.classroom.hub.class_hub import new_class, remove_class
 
 
 def hub_unavailable() -> str | None:

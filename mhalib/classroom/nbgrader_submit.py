@@ -10,8 +10,9 @@ after the copy took the set-group-id bit off the folder), then takes the *others
 them; another learner cannot read them even knowing the path, nor the secret that names
 the learner's feedback in the exchange.
 
-Configured for learners by ``mhalib hub``:
-``c.ExchangeFactory.submit = "mhalib.hub_exchange.GraderOnlySubmit"``.
+Configured for everyone on a class hub by
+:func:`mhalib.classroom.nbgrader_config.configure_exchange` (``c.ExchangeFactory.submit``); it
+works with any nbgrader exchange on a shared file system.
 """
 
 from __future__ import annotations

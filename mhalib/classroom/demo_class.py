@@ -1,10 +1,12 @@
 """A demo class for lesson 01, built from the release: correct, partly wrong, blank, broken,
 hostile. ``grading/examples/`` is generated with it and the README grades it::
 
-    python -m mhalib.grading.demo_class --out grading/examples/submitted \
+    python -m mhalib.classroom.demo_class --out grading/examples/submitted \
         --zips grading/examples/zips
 
-The submissions are built by :mod:`mhalib.grading.answered_notebook`.
+(in the course's top folder, or with ``--root``). The submissions are built by
+:mod:`mhalib.grading.answered_notebook`; the right quick-check answers come from the
+instructor's keys.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mhalib.classroom.course_folder import locate
 from mhalib.grading.answered_notebook import (
     answer_sources,
     quick_check_answers,
@@ -19,6 +22,7 @@ from mhalib.grading.answered_notebook import (
     to_bytes,
 )
 from mhalib.grading.assignment import NotebookModel, load_assignment
+from mhalib.quiz.keys import instructor_keys
 
 SOFTMAX_NO_SHIFT = '''def softmax(x, axis=-1):
     e = np.exp(x)
@@ -49,16 +53,11 @@ def softmax(x, axis=-1):
 '''
 
 
-def _keys(model: NotebookModel) -> dict:
-    from mhalib.quiz.keys import instructor_keys
-
-    return instructor_keys(model.assignment) if model.questions else {}
-
-
-def demo_submissions(model: NotebookModel) -> dict[str, bytes]:
-    """student id -> notebook bytes for the demo class."""
+def demo_submissions(model: NotebookModel, keys: dict) -> dict[str, bytes]:
+    """student id -> notebook bytes for the demo class (``keys``: the instructor's quick-check
+    keys of the assignment)."""
     right = answer_sources(model)
-    quick = quick_check_answers(model, _keys(model))
+    quick = quick_check_answers(model, keys)
     slips = {qid: "0" if isinstance(answer, str) else (answer + 1) % 2
              for qid, answer in quick.items()}  # a wrong blank, a wrong option
     first = model.exercises[0]
@@ -77,10 +76,10 @@ def demo_submissions(model: NotebookModel) -> dict[str, bytes]:
     }
 
 
-def write_demo_class(model: NotebookModel, out: Path) -> list[Path]:
+def write_demo_class(model: NotebookModel, out: Path, keys: dict) -> list[Path]:
     """Write the demo class in nbgrader's submitted/ layout under ``out``."""
     written = []
-    for student, data in demo_submissions(model).items():
+    for student, data in demo_submissions(model, keys).items():
         path = Path(out) / student / model.assignment / model.notebook
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -90,7 +89,7 @@ def write_demo_class(model: NotebookModel, out: Path) -> list[Path]:
     return written
 
 
-def write_demo_zips(model: NotebookModel, out: Path) -> list[Path]:
+def write_demo_zips(model: NotebookModel, out: Path, keys: dict) -> list[Path]:
     """Two submissions as an LMS would download them: one zip per student."""
     import io
     import zipfile
@@ -99,7 +98,7 @@ def write_demo_zips(model: NotebookModel, out: Path) -> list[Path]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(f"hana/{model.notebook}", to_bytes(submission(
-            model, answer_sources(model), quick_checks=quick_check_answers(model, _keys(model)))))
+            model, answer_sources(model), quick_checks=quick_check_answers(model, keys))))
         archive.writestr("hana/notes.txt", "my notes travel with the notebook\n")
     paths = [Path(out) / "hana_1001_2001.zip", Path(out) / "ivan_1002_2002.zip"]
     paths[0].write_bytes(buffer.getvalue())
@@ -110,13 +109,21 @@ def write_demo_zips(model: NotebookModel, out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--assignment", default="01-single-head")
-    parser.add_argument("--source", type=Path, default=Path("solutions"))
-    parser.add_argument("--out", type=Path, default=Path("grading/examples/submitted"))
+    parser.add_argument("--root", type=Path, help="the course's top folder (default: "
+                        "MHALIB_COURSE_ROOT, else the working directory)")
+    parser.add_argument("--source", type=Path, help="default: solutions of the course")
+    parser.add_argument("--keys", type=Path, help="default: MHALIB_QUICK_CHECK_KEYS, else "
+                        "grading/quick_checks of the course")
+    parser.add_argument("--out", type=Path,
+                        help="default: grading/examples/submitted of the course")
     parser.add_argument("--zips", type=Path, help="also write LMS-style zips to this folder")
     args = parser.parse_args(argv)
-    for model in load_assignment(args.assignment, args.source):
-        written = write_demo_class(model, args.out)
-        written += write_demo_zips(model, args.zips) if args.zips else []
+    files = locate(args.root, solutions=args.source, keys=args.keys)
+    out = args.out or files.root / "grading" / "examples" / "submitted"
+    for model in load_assignment(args.assignment, files.solutions):
+        keys = instructor_keys(model.assignment, files.keys) if model.questions else {}
+        written = write_demo_class(model, out, keys)
+        written += write_demo_zips(model, args.zips, keys) if args.zips else []
         for path in written:
             print(f"wrote {path}")
     return 0

@@ -1,4 +1,5 @@
-"""nbgrader's side of the quick checks: two preprocessors the course's nbgrader config adds.
+"""nbgrader's side of the quick checks: two preprocessors the course's nbgrader config adds
+(:func:`install`, called by :func:`mhalib.classroom.nbgrader_config.configure`).
 
 nbgrader clears every output before it runs a submission, and the learner's kernel never holds
 a key in assessed mode, so a quick check cannot be scored by running its cell. Instead:
@@ -7,17 +8,21 @@ a key in assessed mode, so a quick check cannot be scored by running its cell. I
   answer recorded in each quick check's cell (:mod:`mhalib.quiz.record`) into the notebook's
   metadata before ``ClearOutput`` wipes it.
 - :class:`ScoreQuickChecks` runs right after ``Execute``: it judges each stashed answer with the
-  instructor's keys (read here, on the instructor's side) and makes the verdict the cell's
-  output, an error when wrong, so nbgrader's own ``SaveAutoGrades`` gives the points and the
-  feedback shows the explanation.
+  instructor's keys (read here, on the instructor's side, from the folder the configuration
+  names: ``ScoreQuickChecks.keys_dir``) and makes the verdict the cell's output, an error when
+  wrong, so nbgrader's own ``SaveAutoGrades`` gives the points and the feedback shows the
+  explanation.
 
 Without them (plain nbgrader), ``ask()`` raises in an autograde run: no points, never free ones.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
 
 from mhalib.quiz.record import Recorded, bundle, parse, recorded_answers
 
@@ -50,7 +55,11 @@ class StashQuickCheckAnswers(NbGraderPreprocessor):
 class ScoreQuickChecks(NbGraderPreprocessor):
     """Judge the stashed answers with the instructor's keys; the verdict becomes the output."""
 
+    keys_dir = Unicode("", help="The instructor's quick-check keys folder (set by install)."
+                       ).tag(config=True)
+
     def preprocess(self, nb, resources):
+        # imported here: nbgrader loads the configuration, and this module, for every command
         from mhalib.grading.graded_notebook import verdict_output
         from mhalib.grading.quick_checks import judge_recorded
         from mhalib.quiz.keys import instructor_keys
@@ -60,7 +69,9 @@ class ScoreQuickChecks(NbGraderPreprocessor):
             return nb, resources
         info = resources.get("nbgrader", {})
         try:
-            keys = instructor_keys(info.get("assignment", ""))
+            if not self.keys_dir:
+                raise ValueError("no keys folder configured (ScoreQuickChecks.keys_dir)")
+            keys = instructor_keys(info.get("assignment", ""), Path(self.keys_dir))
         except (OSError, ValueError) as error:
             self.log.error("quick checks get no points: %s", error)
             keys = {}
@@ -75,12 +86,13 @@ class ScoreQuickChecks(NbGraderPreprocessor):
         return nb, resources
 
 
-def install(config) -> None:
+def install(config, keys_dir: Path) -> None:
     """Add both preprocessors to an nbgrader ``config`` (``c`` of an nbgrader_config.py):
-    the stash first of all, the scoring right after ``Execute``."""
+    the stash first of all, the scoring right after ``Execute`` with the keys in ``keys_dir``."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
+    config.ScoreQuickChecks.keys_dir = str(keys_dir)
     traits = Autograde.class_traits()
     config.Autograde.sanitize_preprocessors = [
         StashQuickCheckAnswers, *traits["sanitize_preprocessors"].make_dynamic_default()]

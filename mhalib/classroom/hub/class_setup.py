@@ -1,8 +1,10 @@
 """Setting up a class on one machine: folders, permissions, configuration, the instructor's course.
 
-Layout of the class folder (``--class-dir``, e.g. ``/srv/mha-class``, 0755)::
+The steps, one function each; :func:`mhalib.classroom.hub.launch.set_up_class` runs them in
+order (``mhalib hub setup``). Layout of the class folder (``--class-dir``, e.g.
+``/srv/mha-class``, 0755)::
 
-    env/                  the layered Python environment (only when needed, see hub_env)
+    env/                  the layered Python environment (only when needed, see environment)
     exchange/             nbgrader's exchange, 0777 as nbgrader documents ("chmod ugo+rw")
     config/common/        nbgrader_config.py every user reads: course id, exchange, submit
     config/learner/       JupyterLab page config: no formgrader, no course list
@@ -10,8 +12,9 @@ Layout of the class folder (``--class-dir``, e.g. ``/srv/mha-class``, 0755)::
     hub/                  0700, root only: class.json, JupyterHub's database, cookie secret
 
 The instructor's course lives in their home (0700): ``~/mha-course/`` with ``source/`` (the
-solutions, hidden tests included), ``release/``, later ``submitted/``, ``autograded/``,
-``feedback/`` and ``gradebook.db``; ``~/.jupyter/nbgrader_config.py`` points nbgrader there.
+solutions, hidden tests included), ``release/``, ``quick_check_keys/``, later ``submitted/``,
+``autograded/``, ``feedback/`` and ``gradebook.db``; ``~/.jupyter/nbgrader_config.py`` points
+nbgrader there (:func:`mhalib.classroom.nbgrader_config.configure`).
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from mhalib.hub_env import SharedEnvironment
-from mhalib.hub_users import check_user_name, home_of, uid_of, user_exists
+from mhalib.classroom.course_folder import CourseFiles
+from mhalib.classroom.hub.users import check_user_name, home_of, uid_of, user_exists
+from mhalib.classroom.nbgrader_config import COURSE_ID
+from mhalib.quiz.keys import KEYS_VARIABLE
 
-COURSE_ID = "mha-course"
-COURSE_FOLDER = "mha-course"
+COURSE_FOLDER = "mha-course"  # the instructor's course, in their home
+KEYS_FOLDER = "quick_check_keys"  # in the instructor's course folder
 # The hub's own tools, hidden from learners: the server extensions and their JupyterLab parts.
 INSTRUCTOR_ONLY_EXTENSIONS = ("nbgrader.server_extensions.formgrader",
                               "nbgrader.server_extensions.course_list")
@@ -51,6 +56,7 @@ class ClassSettings:
     env_bin: str
     course_id: str = COURSE_ID
     config_dirs: dict[str, str] = field(default_factory=dict)
+    instructor_keys: str = ""  # the quick-check keys in the instructor's course
 
     @property
     def state_dir(self) -> Path:
@@ -65,6 +71,19 @@ class ClassSettings:
     @classmethod
     def read(cls, path: str | Path) -> ClassSettings:
         return cls(**json.loads(Path(path).read_text()))
+
+    def environment(self, role: str) -> dict[str, str]:
+        """What a user's server and terminal of ``role`` ("learner" or "instructor") get:
+        the class's tools first on PATH, the role's JupyterLab and nbgrader configuration, and
+        for the instructor the quick-check keys of their course."""
+        if role not in ("learner", "instructor"):
+            raise ValueError(f"role={role!r} must be 'learner' or 'instructor'")
+        env = {"PATH": os.pathsep.join([self.env_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
+               "JUPYTER_CONFIG_PATH": os.pathsep.join([self.config_dirs[role],
+                                                       self.config_dirs["common"]])}
+        if role == "instructor" and self.instructor_keys:
+            env[KEYS_VARIABLE] = self.instructor_keys
+        return env
 
 
 def check_roster(instructor: str, learners: list[str]) -> None:
@@ -93,10 +112,9 @@ def make_folders(class_dir: Path) -> None:
 def _nbgrader_common(class_dir: Path) -> str:
     return (
         '"""nbgrader settings every user of the class hub reads (written by mhalib hub)."""\n'
+        "from mhalib.classroom.nbgrader_config import configure_exchange\n\n"
         "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.Exchange.root = {str(class_dir / 'exchange')!r}\n"
-        "c.ExchangeFactory.submit = 'mhalib.hub_exchange.GraderOnlySubmit'\n")
+        f"configure_exchange(c, {str(class_dir / 'exchange')!r})\n")
 
 
 def write_config_dirs(class_dir: Path) -> dict[str, str]:
@@ -120,54 +138,48 @@ def write_config_dirs(class_dir: Path) -> dict[str, str]:
     return {role: str(path) for role, path in dirs.items()}
 
 
-def _instructor_nbgrader(course: Path) -> str:
-    """The instructor's nbgrader config: the course folder, and the quick-check preprocessors
-    with the keys kept in the course folder (mhalib.grading.nbgrader_quick_checks)."""
+def instructor_course(instructor: str) -> CourseFiles:
+    """The instructor's private course folder on the hub, laid out as nbgrader's defaults."""
+    return CourseFiles.nbgrader(home_of(instructor) / COURSE_FOLDER, KEYS_FOLDER)
+
+
+def _instructor_nbgrader(course: CourseFiles) -> str:
+    """The instructor's nbgrader config: the course's configuration, on their course folder."""
     return (
         '"""The instructor\'s nbgrader settings on the class hub (written by mhalib hub)."""\n'
-        "import os\n\n"
-        "from mhalib.grading import nbgrader_quick_checks\n\n"
+        "from mhalib.classroom.course_folder import CourseFiles\n"
+        "from mhalib.classroom.nbgrader_config import configure\n\n"
         "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.root = {str(course)!r}\n"
-        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.CourseDirectory.db_url = {'sqlite:///' + str(course / 'gradebook.db')!r}\n"
-        "c.ClearSolutions.code_stub = "
-        "{'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n"
-        f"os.environ['MHALIB_QUICK_CHECK_KEYS'] = {str(course / KEYS_FOLDER)!r}\n"
-        "nbgrader_quick_checks.install(c)\n")
+        f"configure(c, CourseFiles.nbgrader({str(course.root)!r}, {KEYS_FOLDER!r}))\n")
 
 
-KEYS_FOLDER = "quick_check_keys"  # in the instructor's private course folder
+def set_up_instructor(instructor: str, files: CourseFiles) -> CourseFiles:
+    """Copy the lessons into the instructor's private course folder; return that course.
 
-
-def set_up_instructor(instructor: str, solutions: Path, notebooks: Path,
-                      keys: Path | None = None) -> Path:
-    """Copy the lessons into the instructor's private course folder; return that folder.
-
-    ``source/`` comes from ``solutions`` (hidden tests included), ``release/`` from
-    ``notebooks`` (what learners get: a practice or an assessed release) and ``quick_check_keys/``
-    from ``keys`` (the instructor's quick-check keys, default: the course's), all replaced on
-    every set-up; what the class produced (submissions, grades, feedback, the gradebook) is kept.
+    ``source/`` comes from ``files.solutions`` (hidden tests included), ``release/`` from
+    ``files.notebooks`` (what learners get: a practice or an assessed release) and
+    ``quick_check_keys/`` from ``files.keys`` (the instructor's quick-check keys), all replaced
+    on every set-up; what the class produced (submissions, grades, feedback, the gradebook) is
+    kept.
     """
-    from mhalib.quiz.keys import instructor_dir
-
-    keys = keys or instructor_dir()
-    for name, folder in [("--solutions", solutions), ("--notebooks", notebooks)]:
+    for name, folder in [("--solutions", files.solutions), ("--notebooks", files.notebooks),
+                         ("--keys", files.keys)]:
         if not folder.is_dir():
             raise ValueError(f"{name}={str(folder)!r} is not a folder; run from the course's "
-                             "top folder")
+                             "top folder or name it")
     home = home_of(instructor)
-    course = home / COURSE_FOLDER
-    for part, origin in [("source", solutions), ("release", notebooks), (KEYS_FOLDER, keys)]:
-        shutil.rmtree(course / part, ignore_errors=True)
-        shutil.copytree(origin, course / part,
+    course = instructor_course(instructor)
+    for origin, target in [(files.solutions, course.solutions),
+                           (files.notebooks, course.notebooks), (files.keys, course.keys)]:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(origin, target,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     jupyter = home / ".jupyter"
     jupyter.mkdir(exist_ok=True)
     (jupyter / "nbgrader_config.py").write_text(_instructor_nbgrader(course))
-    _give_to_owner_of(home, [course, jupyter])
+    _give_to_owner_of(home, [course.root, jupyter])
     home.chmod(0o700)
-    course.chmod(0o700)
+    course.root.chmod(0o700)
     return course
 
 
@@ -183,13 +195,3 @@ def _give_to_owner_of(home: Path, trees: list[Path]) -> None:
         os.chown(tree, uid, gid)
         for path in tree.rglob("*"):
             os.chown(path, uid, gid, follow_symlinks=False)
-
-
-def settings_for(class_dir: Path, env: SharedEnvironment, instructor: str, learners: list[str],
-                 ip: str, ports: tuple[int, int, int], proxy_command: str,
-                 config_dirs: dict[str, str]) -> ClassSettings:
-    port, hub_port, proxy_api_port = ports
-    return ClassSettings(class_dir=str(class_dir), instructor=instructor, learners=learners,
-                         ip=ip, port=port, hub_port=hub_port, proxy_api_port=proxy_api_port,
-                         proxy_command=proxy_command, python=str(env.python),
-                         env_bin=str(env.bin), config_dirs=config_dirs)

@@ -5,7 +5,8 @@ import json
 import nbformat
 import pytest
 
-from mhalib import release
+from mhalib.classroom import release
+from tests.checkout import COURSE
 
 ANSWER = {"grade": False, "grade_id": "softmax", "locked": False, "schema_version": 3,
           "solution": True, "task": False}
@@ -39,7 +40,7 @@ def solutions(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def generated(solutions):
-    return release.generate("01-single-head", solutions)
+    return release.generate("01-single-head", solutions, COURSE.keys)
 
 
 def test_generate_removes_solutions_and_hidden_tests(generated):
@@ -61,12 +62,20 @@ def test_generation_is_deterministic_and_drift_is_detected(solutions, generated,
     (notebooks / "01-single-head" / "stray.ipynb").write_text("{}")
     # drift() generates afresh: equal text means generation is deterministic; the release's
     # quick-check file is part of it (missing here)
-    assert release.drift("01-single-head", notebooks, solutions) == ["quick_checks.json",
-                                                                     "stray.ipynb"]
+    assert release.drift("01-single-head", solutions, notebooks, COURSE.keys) == [
+        "quick_checks.json", "stray.ipynb"]
     (notebooks / "01-single-head" / "quick_checks.json").write_text(first["quick_checks.json"])
-    assert release.drift("01-single-head", notebooks, solutions) == ["stray.ipynb"]
+    assert release.drift("01-single-head", solutions, notebooks, COURSE.keys) == ["stray.ipynb"]
 
 
 def test_unknown_assignment_is_refused(solutions):
     with pytest.raises(ValueError, match="assignment='99-nope'"):
-        release.generate("99-nope", solutions)
+        release.generate("99-nope", solutions, COURSE.keys)
+
+
+def test_an_assessed_release_carries_the_mode_and_no_key(solutions):
+    data = json.loads(release.generate("01-single-head", solutions, COURSE.keys,
+                                       mode="assessed")["quick_checks.json"])
+    assert data == {"assignment": "01-single-head", "mode": "assessed"}
+    with pytest.raises(ValueError, match="mode='exam'"):
+        release.release_data("01-single-head", "exam", COURSE.keys)

@@ -5,9 +5,10 @@ writes checksums); we run it in a scratch course so the instructor's gradebook i
 then normalise the JSON so that a regenerated release compares byte for byte with the committed.
 
 A release is in one quick-check mode (:data:`mhalib.quiz.keys.MODES`), recorded in each
-notebook's metadata (``mhalib.quick_checks``) and in ``quick_checks.json`` beside it: practice
-copies the lesson's keys there for instant feedback, assessed writes the mode alone. The
-committed notebooks/ is the practice release.
+notebook's metadata (``mhalib.quick_checks``) and in ``quick_checks.json`` beside it
+(:func:`release_data`): practice copies the lesson's keys there for instant feedback, assessed
+writes the mode alone. The committed notebooks/ is the practice release. Where the master, the
+release and the keys are is the caller's to say (:mod:`mhalib.classroom.course_folder`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import tempfile
 from pathlib import Path
 
 from mhalib import course
-
-REPO = Path(__file__).resolve().parent.parent
+from mhalib.quiz.keys import MODES, RELEASE_FILE, instructor_keys
 
 
 def tool_env() -> dict:
@@ -33,7 +33,7 @@ def tool_env() -> dict:
     return env
 
 
-def assignments(solutions_dir: Path = REPO / "solutions") -> list[str]:
+def assignments(solutions_dir: Path) -> list[str]:
     """Assignment ids of the course manifest that have a source folder in ``solutions_dir``
     (a fixture course may hold only some of them)."""
     return [a for a in course.assignments() if (solutions_dir / a).is_dir()]
@@ -58,12 +58,22 @@ def normalise(notebook_json: dict, mode: str | None = None) -> str:
     return json.dumps(notebook_json, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def generate(assignment: str, solutions_dir: Path = REPO / "solutions",
-             mode: str = "practice", keys_dir: Path | None = None) -> dict[str, str]:
-    """Run nbgrader generate_assignment on one assignment; returns {file name: text}: the
-    notebooks and ``quick_checks.json`` (quick-check ``mode``, keys from ``keys_dir``)."""
-    from mhalib.quiz.keys import MODES, RELEASE_FILE, release_data
+def release_data(assignment: str, mode: str, keys_dir: Path) -> dict:
+    """What ``quick_checks.json`` of a release holds: the mode, and in practice the keys (from
+    the instructor's ``keys_dir``)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} must be one of {MODES}")
+    data = {"assignment": assignment, "mode": mode}
+    if mode == "practice":
+        data["keys"] = instructor_keys(assignment, keys_dir)
+    return data
 
+
+def generate(assignment: str, solutions_dir: Path, keys_dir: Path,
+             mode: str = "practice") -> dict[str, str]:
+    """Run nbgrader generate_assignment on one assignment of ``solutions_dir``; returns {file
+    name: text}: the notebooks and ``quick_checks.json`` (quick-check ``mode``, keys from
+    ``keys_dir``)."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} must be one of {MODES}")
     source = solutions_dir / assignment
@@ -90,26 +100,24 @@ def generate(assignment: str, solutions_dir: Path = REPO / "solutions",
     return files
 
 
-def write_release(assignment: str, notebooks_dir: Path = REPO / "notebooks",
-                  mode: str = "practice", keys_dir: Path | None = None) -> list[Path]:
-    """Regenerate notebooks/<assignment>/ from solutions/<assignment>/ in quick-check ``mode``
-    (an assessed release into a folder that held a practice one removes its keys)."""
+def write_release(assignment: str, solutions_dir: Path, notebooks_dir: Path, keys_dir: Path,
+                  mode: str = "practice") -> list[Path]:
+    """Regenerate ``notebooks_dir/<assignment>/`` from ``solutions_dir/<assignment>/`` in
+    quick-check ``mode`` (an assessed release into a folder that held a practice one removes
+    its keys)."""
     target = notebooks_dir / assignment
     target.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in generate(assignment, mode=mode, keys_dir=keys_dir).items():
+    for name, text in generate(assignment, solutions_dir, keys_dir, mode).items():
         (target / name).write_text(text, encoding="utf-8")
         written.append(target / name)
     return written
 
 
-def drift(assignment: str, notebooks_dir: Path = REPO / "notebooks",
-          solutions_dir: Path = REPO / "solutions") -> list[str]:
-    """File names whose committed (practice) release differs from a fresh generation (empty:
-    in sync)."""
-    from mhalib.quiz.keys import RELEASE_FILE
-
-    fresh = generate(assignment, solutions_dir)
+def drift(assignment: str, solutions_dir: Path, notebooks_dir: Path, keys_dir: Path) -> list[str]:
+    """File names whose committed (practice) release in ``notebooks_dir`` differs from a fresh
+    generation (empty: in sync)."""
+    fresh = generate(assignment, solutions_dir, keys_dir)
     stale = [name for name, text in fresh.items()
              if not (notebooks_dir / assignment / name).is_file()
              or (notebooks_dir / assignment / name).read_text(encoding="utf-8") != text]

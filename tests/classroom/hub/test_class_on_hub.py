@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from mhalib.hub_class import COURSE_FOLDER
+from mhalib.classroom.hub.class_setup import COURSE_FOLDER
 from tests.browser.lab_server import REPO
-from tests.hub import hub_pages
+from tests.classroom.hub import hub_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("class_hub"),
               pytest.mark.timeout(900)]
@@ -54,10 +54,10 @@ def solution_answers() -> dict[str, str]:
 def quick_check_answers() -> dict[str, tuple[str, str]]:
     """What a learner who knows the answers types or picks in each quick-check form."""
     from mhalib.quiz import MultipleChoice, get_question
-    from mhalib.quiz.keys import instructor_keys
+    from tests.checkout import keys_of
 
     answers = {}
-    for question_id, key in instructor_keys(ASSIGNMENT).items():
+    for question_id, key in keys_of(ASSIGNMENT).items():
         question = get_question(question_id)
         if isinstance(question, MultipleChoice):
             answers[question_id] = ("choice", question.options[key["answer"]])
@@ -160,8 +160,8 @@ def journey(class_hub, hub_browser, tmp_path_factory):
     instructor_does(hub, "nbgrader", "collect", ASSIGNMENT)
     grading = instructor_does(hub, "mhalib", "grade", "--assignment", ASSIGNMENT,
                               str(course / "submitted"), "--source", str(course / "source"),
-                              "--course", str(course), "--jobs", "1", "--no-progress",
-                              "--keys", str(course / "quick_check_keys"))
+                              "--course", str(course), "--jobs", "1", "--no-progress")
+    # (the keys: the hub gives the instructor MHALIB_QUICK_CHECK_KEYS of their course)
     instructor_does(hub, "mhalib", "hub", "feedback", ASSIGNMENT)
     clock.done("instructor collects, grades, returns feedback")
 

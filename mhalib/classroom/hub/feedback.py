@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 PAIRED_FILES = ("timestamp.txt", "submission_secret.txt")
@@ -38,8 +39,12 @@ def pair_feedback_with_submissions(course: Path, assignment: str) -> list[str]:
     return paired
 
 
-def release_feedback(course: Path, assignment: str, nbgrader: str = "nbgrader") -> list[str]:
-    """Pair the pages, then ``nbgrader release_feedback`` them; return the students."""
+def release_feedback(course: Path, assignment: str, nbgrader: str | None = None) -> list[str]:
+    """Pair the pages, then ``nbgrader release_feedback`` them; return the students.
+
+    ``nbgrader`` is the command (default: on PATH, else beside this Python)."""
+    nbgrader = nbgrader or shutil.which("nbgrader") or str(Path(sys.executable).parent /
+                                                           "nbgrader")
     students = pair_feedback_with_submissions(course, assignment)
     subprocess.run([nbgrader, "release_feedback", assignment], check=True, cwd=course)
     return students

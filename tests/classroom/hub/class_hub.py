@@ -21,8 +21,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mhalib.hub_class import ClassSettings
-from mhalib.hub_users import create_user, remove_user
+from mhalib.classroom.hub.class_setup import ClassSettings
+from mhalib.classroom.hub.users import create_user, remove_user
 from tests.browser.lab_server import REPO, free_loopback_port
 
 START_TIMEOUT_S = 90
@@ -66,9 +66,7 @@ class ClassHub:
         settings = self.settings()
         role = "instructor" if user == self.instructor else "learner"
         env = {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
-               "PATH": os.pathsep.join([settings.env_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
-               "JUPYTER_CONFIG_PATH": os.pathsep.join([settings.config_dirs[role],
-                                                       settings.config_dirs["common"]])}
+               **settings.environment(role)}
         return subprocess.run(argv, cwd=cwd or entry.pw_dir, env=env, user=entry.pw_uid,
                               group=entry.pw_gid, extra_groups=[], capture_output=True,
                               text=True, timeout=timeout)
