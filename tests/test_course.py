@@ -72,10 +72,10 @@ def test_every_lesson_has_its_modules(lesson):
         assert checkers[name].assignment == lesson.assignment
     questions = importlib.import_module(lesson.quiz).QUESTIONS
     assert questions
-    from mhalib.quiz.keys import instructor_dir, instructor_keys
+    from tests.checkout import COURSE, keys_of
 
-    assert (instructor_dir() / lesson.quick_check_keys).is_file()
-    assert set(instructor_keys(lesson.assignment)) == set(questions)
+    assert (COURSE.keys / lesson.quick_check_keys).is_file()
+    assert set(keys_of(lesson.assignment)) == set(questions)
     importlib.import_module(lesson.viz)
     for name, module in lesson.exercises.items():
         assert callable(getattr(importlib.import_module(module), name)), (module, name)

@@ -1,6 +1,6 @@
 """Recording mode: what the grader runs at an exercise's test, in the sandbox's learner process.
 
-Each exercise's seed comes from the warden (:mod:`mhalib.grading.warden`) at the moment the
+Each exercise's seed comes from the warden (:mod:`mhalib.grading.sandbox.warden`) at the moment the
 exercise is recorded, and the record goes straight back to it; nothing is written where the
 notebook could change it later.
 """

@@ -2,7 +2,7 @@
 instructor's key, the learner's variant.
 
 Runs outside the learner's kernel (``mhalib grade``'s own process, or nbgrader's preprocessors
-in :mod:`mhalib.grading.nbgrader_quick_checks`). The verdict's message reveals the expected
+in :mod:`mhalib.classroom.nbgrader_quick_checks`). The verdict's message reveals the expected
 answer and the explanations, for the returned feedback; it names the answer as recorded.
 """
 

@@ -6,9 +6,10 @@
 - :class:`GradingResult`: one graded notebook (worker -> the single writer); stored as JSON
   under ``<course>/mhalib-results/`` by :meth:`GradingResult.to_json_dict` and read back by
   :meth:`GradingResult.from_json_dict`.
+- :class:`Issue`: something about the notebook as a whole (a flag and its explanation).
 
-Notebook-level flags live on :class:`~mhalib.grading.plan.Issue` objects (``result.issues``);
-item-level flags on ``ItemVerdict.flags``. The two vocabularies do not share a spelling (see
+Notebook-level flags live on :class:`Issue` objects (``result.issues``); item-level flags on
+``ItemVerdict.flags``. The two vocabularies do not share a spelling (see
 :mod:`mhalib.grading.flags`).
 """
 
@@ -17,12 +18,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from mhalib.grading.assignment import NotebookModel
-from mhalib.grading.limits import Limits
-from mhalib.grading.plan import Issue
 from mhalib.grading.rubric import Rubric
+from mhalib.grading.sandbox.limits import Limits
 
 RESULT_FORMAT = "mhalib-grading-result/1"
 MAX_RESPONSE_CHARS = 3000  # of an exercise's answer cell kept in ItemVerdict.response
+
+
+@dataclass
+class Issue:
+    """Something about the notebook as a whole: its ``flag`` (:mod:`mhalib.grading.flags`) and
+    the ``message`` the learner and the instructor read."""
+
+    flag: str
+    message: str
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,14 @@ from mhalib.grading.credit import Credit, exercise_credit, with_hint_cost
 from mhalib.grading.records import ItemVerdict
 from mhalib.grading.rubric import Rubric
 
-MAX_RECORD_CHARS = 24 * 1024 * 1024
-
 # the judge's per-case statuses, renamed so they never read as the notebook-level flags
 EXERCISE_FLAGS = {"timeout": "call_timeout", "error": "call_error",
                   "too_large": "output_too_large"}
 
 
 def _parse(text: str | None) -> dict | None:
-    if text is None or len(text) > MAX_RECORD_CHARS:
+    """The record as a dict (None: none came back readable, e.g. over ``Limits.record_bytes``)."""
+    if text is None:
         return None
     try:
         value = json.loads(text)
@@ -85,8 +84,9 @@ def score_notebook(model: NotebookModel, records: dict, answers: dict,
                    hints: dict[str, int] | None = None) -> dict[str, ItemVerdict]:
     """Verdicts of every exercise and quick check, with points, max points and credit notes.
 
-    ``records`` maps exercise -> {session: seal text (None: present but too large)}, where a
-    recorded exercise has a ``generic`` seal; ``answers`` maps
+    ``records`` maps exercise -> {session: seal text (None: present but larger than
+    ``Limits.record_bytes``, or unreadable)}, where a recorded exercise has a ``generic`` seal;
+    ``answers`` maps
     quick check -> :class:`~mhalib.quiz.record.Recorded` read from the submission;
     ``not_reached`` maps exercises whose recording step never ran -> the reason; ``hints`` maps
     exercise -> hints taken, as recorded in the submission

@@ -18,7 +18,6 @@ from mhalib.grading.assignment import NotebookModel, nbgrader_meta
 from mhalib.grading.graded_notebook import build_graded_notebook
 from mhalib.grading.outcome import Outcome, read_outcome
 from mhalib.grading.plan import (
-    Issue,
     NotebookUnreadable,
     Plan,
     build_plan,
@@ -30,10 +29,12 @@ from mhalib.grading.records import (
     MAX_RESPONSE_CHARS,
     GradingResult,
     GradingTask,
+    Issue,
     ItemVerdict,
     RunStats,
 )
-from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
+from mhalib.grading.sandbox.limits import Limits
+from mhalib.grading.sandbox_host import Sandbox, SandboxError, choose_mode
 from mhalib.grading.scorer import grade_cell_scores, score_notebook, seals_by_exercise
 from mhalib.hints.record import hints_taken
 from mhalib.quiz.record import recorded_answers
@@ -118,6 +119,13 @@ def _run(task: GradingTask, plan: Plan) -> dict:
         return {"error": str(error)[:500], "steps": ""}
 
 
+def _records(reply: dict, limits: Limits) -> dict[str, str | None]:
+    """Seal name -> its text in the sandbox's (untrusted) reply; None for a seal that is no text
+    or is larger than ``limits.record_bytes`` (the sandbox already cut it there)."""
+    return {str(name): text if isinstance(text, str) and len(text) <= limits.record_bytes
+            else None for name, text in (reply.get("records") or {}).items()}
+
+
 def _not_reached(model: NotebookModel, outcome: Outcome, plan: Plan) -> dict[str, str]:
     reasons = {}
     for item in model.exercises:
@@ -167,7 +175,7 @@ def grade_unit(task: GradingTask) -> GradingResult:
         outcome = read_outcome(reply, plan.steps, task.limits)
     else:
         outcome = Outcome()
-    records = seals_by_exercise(reply.get("records"), model.exercises)
+    records = seals_by_exercise(_records(reply, task.limits), model.exercises)
     answers = recorded_answers(submitted, model.questions)  # read here, never in the sandbox
     hints = hints_taken(submitted, model.exercises)  # hint use, from the submission too
     verdicts = score_notebook(model, records, answers, _not_reached(model, outcome, plan),

@@ -13,7 +13,7 @@ import pytest
 from mhalib.grading.assignment import load_assignment
 from mhalib.grading.rubric import Rubric, default_rubric, rubric_from_table
 from mhalib.grading.scorer import grade_cell_scores, judge_exercise, score_notebook
-from tests.grading import answers
+from tests.grading.answers import lesson01 as answers
 from tests.grading.conftest import ASSIGNMENT, SOURCE
 
 SEED = 11
