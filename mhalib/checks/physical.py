@@ -5,8 +5,9 @@ not a defence: the learner's code can switch it off. A :class:`PhysicalCheck` is
 grader runs it, after the notebook has finished, in a fresh process of its own (see
 :mod:`mhalib.grading.sandbox.warden`) that holds nothing but the pre-imported libraries and the
 learner's own definitions, with no thread, process, file or memory trick available (a seccomp
-filter), and reads two numbers the kernel counts for that process: the peak of its resident memory and its CPU
-time. The inputs are drawn only then, from a seed the learner's code never sees earlier.
+filter), and reads two numbers the kernel counts for that process: the peak of its resident
+memory and its CPU time. The inputs are drawn only then, from a seed the learner's code never
+sees earlier.
 
 The sizes are chosen so that the forbidden method cannot pass: the case's ``N x N`` scores need
 several times ``memory_mb`` (the most new memory the right method may use, with room), or the
