@@ -81,8 +81,10 @@ class FlashCoreAttention(GroupedQueryAttention):
 class NaiveCoreAttention(GroupedQueryAttention):
     """:class:`~mhalib.nn.GroupedQueryAttention` with the textbook core: the scores and the
     probabilities are built as tensors, softmax(q k^T / sqrt(d)) v. The R = H / G query heads
-    of a K/V group are stacked along the rows (a copy of q when R > 1), so K and V are not
-    copied per head; the causal mask is added as -inf, which autograd need not keep."""
+    of a K/V group are stacked along the rows, so K and V are not repeated per head (with
+    R > 1 the reshapes copy q, k and v once, and autograd keeps the copies instead of the
+    projection's output: the same bytes); the causal mask is added as -inf, which autograd
+    need not keep."""
 
     def forward(self, query, *, causal: bool = False):
         q, k, v = self._project(query, None, None)  # (B, H, N, d), (B, G, N, d) x2
