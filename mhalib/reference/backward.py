@@ -121,24 +121,6 @@ def flash_attention_backward(q, k, v, out, lse, grad_out, block_size=64, causal=
     return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype)
 
 
-def attention_with_lse(q, k, v, causal=False):
-    """The forward pass that :func:`flash_attention_backward` expects: ``(out, lse)`` with
-    out (..., N_q, d_v) and lse (..., N_q) the natural log-sum-exp of each row's scaled
-    scores (-inf and a zero row where no key is visible). Builds the scores; a helper for
-    the lesson's demos and the checkers, not an exercise."""
-    _check_qkv(q, k, v)
-    validate.boolean("causal", causal)
-    n_q, d = q.shape[-2], q.shape[-1]
-    n_k = k.shape[-2]
-    compute = torch.promote_types(q.dtype, torch.float32)
-    scores = q.to(compute) @ k.to(compute).transpose(-2, -1) / math.sqrt(d)  # (..., N_q, N_k)
-    if causal:
-        scores = scores.masked_fill(~visible_keys(n_q, n_k, q.device), -math.inf)
-    lse = torch.logsumexp(scores, dim=-1)  # (..., N_q), -inf where no key is visible
-    out = _softmax_rows(scores) @ v.to(compute)  # (..., N_q, d_v)
-    return out.to(q.dtype), lse.to(q.dtype)
-
-
 def visible_keys(n_q: int, n_k: int, device=None):
     """Bool (N_q, N_k), True where query i may see key j: j <= i + N_k - N_q (bottom-right)."""
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril(n_k - n_q)

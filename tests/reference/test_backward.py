@@ -19,7 +19,7 @@ from mhalib.reference import (
     softmax_backward,
     softmax_jacobian,
 )
-from mhalib.reference.backward import attention_with_lse
+from mhalib.viz.lesson12 import attention_with_lse
 from tests.largest_tensor import LargestTensor
 
 

@@ -260,7 +260,7 @@ def ab_from_reference(q, k, v, grad_out, causal=False):
 
 def ab_from_flash_reference(q, k, v, grad_out, causal=False):
     from mhalib.reference import flash_attention_backward
-    from mhalib.reference.backward import attention_with_lse
+    from mhalib.viz.lesson12 import attention_with_lse
 
     out, lse = attention_with_lse(q, k, v, causal)
     return flash_attention_backward(q, k, v, out, lse, grad_out, causal=causal)
