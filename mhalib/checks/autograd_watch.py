@@ -6,9 +6,10 @@ of autograd, from two layers that watch different things:
 
 1. **Dispatch** (:class:`AutogradWatch`, a ``TorchDispatchMode``): every aten op the call runs,
    including those the autograd engine runs for a backward pass. It notes an op that receives
-   a tensor that requires grad (a graph is being recorded) and any backward formula run with
-   grad mode off, as the engine runs them (``aten._softmax_backward_data``,
-   ``aten.threshold_backward``...).
+   a tensor that requires grad (a graph is being recorded) and any op the autograd engine runs
+   inside a backward pass (``torch._C._current_graph_task_id()`` is set then: ``.backward()``,
+   ``autograd.grad``, ``torch.func.vjp``). Backward formulas called directly, such as the
+   built-in ``torch._softmax_backward_data``, are not autograd and pass.
 2. **Python calls** (a ``sys.setprofile`` hook, chained to the one already installed, so the
    answer-key watch keeps working): calls into autograd's entry points (``Tensor.backward``,
    ``torch.autograd.grad``/``backward``, the engine's ``run_backward``, ``torch.func``'s
@@ -111,7 +112,7 @@ def _autograd_watch_class():
 
     class AutogradWatch(TorchDispatchMode):
         """Notes the first op that records a graph (a tensor input that requires grad), the
-        first backward formula the engine runs, and any operator outside torch's own
+        first op the engine runs in a backward pass, and any operator outside torch's own
         namespaces (a custom operator defined in Python could run code the watches do not
         see). Entered last, it is the first mode every op meets; the ops it passes on run
         with the profile hook paused, so the Python code of the other watches below it (tens of
@@ -130,10 +131,12 @@ def _autograd_watch_class():
             report = self.report
             if report.autograd is None:
                 name = func.__name__
-                if "backward" in name and not torch.is_grad_enabled():
-                    # the engine runs backward formulas with grad mode off; a learner calling
-                    # torch._softmax_backward_data itself (a built-in) normally does not
-                    report.saw_autograd(f"autograd's backward formula aten.{name} ran")
+                if torch._C._current_graph_task_id() >= 0:
+                    # the autograd engine is running a backward pass (Tensor.backward,
+                    # autograd.grad, torch.func.vjp); a learner calling a backward formula such
+                    # as torch._softmax_backward_data directly runs outside any graph task
+                    report.saw_autograd(f"the autograd engine ran aten.{name} in a backward "
+                                        "pass")
                 elif any(t.requires_grad for t in _tensors(args, kwargs)):
                     report.saw_autograd(f"aten.{name} received a tensor with "
                                         "requires_grad=True, so autograd was recording a graph")
