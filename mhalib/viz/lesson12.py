@@ -44,7 +44,7 @@ def row_problem(n_keys: int = 8, seed: int = 3):
     """Logits (n_keys,) with one clear winner, and an upstream gradient grad_p (n_keys,)."""
     rng = np.random.default_rng(seed)
     logits = rng.normal(size=n_keys)
-    logits[2] += 1.5
+    logits[2] = logits.max() + 1.0  # the winner, one unit ahead of the runner-up
     return logits, rng.normal(size=n_keys)
 
 
