@@ -76,8 +76,8 @@ def softmax_gradient_figure(logits, grad_p, sharpness: float):
     axes[2].bar(keys, found["grad_s"], color=GRAD_COLOUR)
     limit = max(0.05, float(np.abs(found["grad_s"]).max()) * 1.2)
     axes[2].set_ylim(-limit, limit)
-    axes[2].set_title(f"grad_s = p (grad_p - row term), |grad_s| = "
-                      f"{np.linalg.norm(found['grad_s']):.3f}", fontsize=10)
+    axes[2].set_title(f"grad_s, |grad_s| = {np.linalg.norm(found['grad_s']):.3f}",
+                      fontsize=10)
     for ax in axes:
         ax.set_xlabel("key j")
     return fig
@@ -245,7 +245,7 @@ def tiled_backward_figure(states, blocks_seen: int):
     left.set_xlabel("key j")
     left.set_ylabel("query i")
     right.bar(np.arange(n), state["q_error"], color=FLASH_COLOUR)
-    right.set_ylim(0, 1.6)
+    right.set_ylim(0, 1.05 * max(1.0, max(float(s["q_error"].max()) for s in states)))
     right.set_xlabel("query i")
     right.set_ylabel("|grad_q so far - final| / |final|")
     right.set_title(f"grad_k, grad_v final for keys 0..{state['stop'] - 1}; grad_q still "
