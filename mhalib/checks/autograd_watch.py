@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mhalib.checks.work import _watch_class
 
@@ -73,7 +73,8 @@ class AutogradReport:
     exercise: str
     autograd: str | None = None
     evaded: str | None = None
-    notes: list[str] = field(default_factory=list)
+    # elements of the largest storage any op wrote into (in place and ``out=`` included)
+    largest_storage: int = 0
 
     def saw_autograd(self, what: str) -> None:
         if self.autograd is None:
@@ -102,6 +103,14 @@ def _autograd_watch_class():
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    def _elements(tensor) -> int:
+        """Elements of the storage behind ``tensor`` (not of the view: an expanded view of a
+        small tensor holds little, a slice of a big buffer holds the whole buffer)."""
+        try:
+            return tensor.untyped_storage().nbytes() // max(1, tensor.element_size())
+        except (RuntimeError, NotImplementedError):
+            return tensor.numel()
+
     def _tensors(args, kwargs):
         """The tensors among an op's arguments (and one level into lists, as cat's)."""
         for value in (*args, *kwargs.values()):
@@ -114,9 +123,12 @@ def _autograd_watch_class():
         """Notes the first op that records a graph (a tensor input that requires grad), the
         first op the engine runs in a backward pass, and any operator outside torch's own
         namespaces (a custom operator defined in Python could run code the watches do not
-        see). Entered last, it is the first mode every op meets; the ops it passes on run
-        with the profile hook paused, so the Python code of the other watches below it (tens of
-        thousands of calls) does not go through the hook. Light: no torch._dynamo import."""
+        see); and the largest storage any op wrote into, which a memory watch that counts new
+        tensors only would miss when the work goes into a buffer grown in place (``resize_``)
+        or allocated before the call (``out=``, ``copy_`` into a slice). Entered last, it is
+        the first mode every op meets; the ops it passes on run with the profile hook paused,
+        so the Python code of the other watches below it (tens of thousands of calls) does not
+        go through the hook. Light: no torch._dynamo import."""
 
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
@@ -146,9 +158,13 @@ def _autograd_watch_class():
             hook = sys.getprofile()
             sys.setprofile(None)
             try:
-                return func(*args, **kwargs)
+                out = func(*args, **kwargs)
             finally:
                 sys.setprofile(hook)
+            for tensor in (out if isinstance(out, (tuple, list)) else (out,)):
+                if isinstance(tensor, torch.Tensor):
+                    report.largest_storage = max(report.largest_storage, _elements(tensor))
+            return out
 
     return AutogradWatch
 

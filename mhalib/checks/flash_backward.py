@@ -9,7 +9,8 @@ watches at once:
 - :func:`mhalib.checks.work.torch_only`: the tensors stay in torch, where the next two see them;
 - a ``TensorWatch``: the largest tensor any op allocated. A backward that builds the
   (B, H, N, N) probabilities, even glued from blocks, allocates B H N^2 elements at once; the
-  blocked one needs at most B H N block_size;
+  blocked one needs at most B H N block_size. The autograd watch's mode adds the largest
+  storage any op wrote into, so a buffer grown in place or made before the call counts too;
 - a ``ProductWatch``: the FLOPs of its matrix products. One recomputation of the scores is
   10 N^2 d per head (five products per block); recomputing ``out`` for delta, or the scores
   twice (a first pass for delta = rowsum(grad_p * p), a second for the gradients), is 12 or 14
@@ -25,7 +26,6 @@ from __future__ import annotations
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.autograd_watch import watch_autograd
 from mhalib.checks.backward_common import GradientExercise, WrongAnswerEither, flash_inputs
-from mhalib.checks.backward_variants import flash_backward_variant
 from mhalib.checks.compare import difference
 from mhalib.checks.encoding import EncodingError, decode, encode, to_plain
 from mhalib.checks.exercise import Symptom, WrongAnswer
@@ -69,9 +69,17 @@ def alternative_block_size(case) -> int | None:
     return n if block < n else None
 
 
+def largest_tensor(meta: dict) -> int | None:
+    """Elements of the largest tensor the call allocated or wrote into (a buffer grown in
+    place or made before the call counts too)."""
+    sizes = [meta.get(key) for key in ("largest_numel", "largest_written")]
+    sizes = [size for size in sizes if isinstance(size, int) and not isinstance(size, bool)]
+    return max(sizes) if sizes else None
+
+
 def builds_full_scores(case, meta: dict) -> bool:
-    limit, numel = memory_limit(case), meta.get("largest_numel")
-    return limit is not None and isinstance(numel, int) and numel >= limit
+    limit, numel = memory_limit(case), largest_tensor(meta)
+    return limit is not None and numel is not None and numel >= limit
 
 
 def too_many_products(case, meta: dict) -> bool:
@@ -82,7 +90,8 @@ def too_many_products(case, meta: dict) -> bool:
 class FlashAttentionBackward(GradientExercise):
     name = "flash_attention_backward"
     assignment = "12-backward"
-    answer_key_names = ("attention_backward", "tiled_attention_backward")
+    answer_key_names = ("attention_backward", "tiled_attention_backward",
+                        "flash_backward_variant", "attention_backward_variant")
     returns = "triple"
     keeps_dtype = True
 
@@ -122,6 +131,7 @@ class FlashAttentionBackward(GradientExercise):
                     watch_autograd(self.name, exits=True) as report:
                 (output, products), tensors = watch_tensors(watch_products, report.run, func,
                                                             *args, **kwargs)
+                written = report.largest_storage  # the second call's one block is N x N
                 if alt is not None:
                     try:
                         other = report.run(func, *args, **{**kwargs, "block_size": alt})
@@ -132,7 +142,8 @@ class FlashAttentionBackward(GradientExercise):
         except LeftTorch as error:
             return None, {"output_kind": "left_torch", "left_torch": str(error)}
         meta = {**self.output_meta(output, report), "largest_numel": tensors.largest_numel,
-                "largest_shape": tensors.largest_shape, "flops": int(products.flops)}
+                "largest_shape": tensors.largest_shape, "flops": int(products.flops),
+                "largest_written": written}
         if alt is not None and isinstance(other, (tuple, list)):
             try:
                 meta["alt_output"] = encode(to_plain(other))
@@ -150,10 +161,10 @@ class FlashAttentionBackward(GradientExercise):
         if problem is not None:
             return problem
         if builds_full_scores(case, meta):
-            return (f"right gradients, but it allocated a tensor of shape "
-                    f"{tuple(meta.get('largest_shape') or ())} ({meta['largest_numel']:,} "
-                    f"elements), as big as the whole (B, H, N, N) probability matrix "
-                    f"({memory_limit(case):,})")
+            return (f"right gradients, but a tensor of {largest_tensor(meta):,} elements was "
+                    f"allocated or written into (largest new one: shape "
+                    f"{tuple(meta.get('largest_shape') or ())}), as big as the whole "
+                    f"(B, H, N, N) probability matrix ({memory_limit(case):,})")
         if too_many_products(case, meta):
             batch, heads, n, d = case.args[0].shape
             per_head = meta["flops"] / (batch * heads * n * n * d)
@@ -185,6 +196,8 @@ class FlashAttentionBackward(GradientExercise):
     def mistakes(self):
         def model(**change):
             def compute(case):
+                from mhalib.reference.backward_variants import flash_backward_variant
+
                 args, kwargs = exact_inputs(case)
                 return as_numpy(flash_backward_variant(*args, **{**kwargs, **change}))
             return compute

@@ -6,7 +6,7 @@ The gradient exercises are compared with the answer key in float64 (itself check
 torch.autograd by the tests) and are computed by hand: each probe runs the learner's function
 under :func:`mhalib.checks.autograd_watch.watch_autograd`, and a case that used autograd fails
 whatever its values. The mistake models are the slips of the chain rule
-(:mod:`mhalib.checks.backward_variants`): a missing 1/sqrt(d), p not transposed, the softmax
+(:mod:`mhalib.reference.backward_variants`): a missing 1/sqrt(d), p not transposed, the softmax
 gradient's row term dropped or summed over the queries, the mask forgotten or aligned top-left.
 """
 
@@ -21,11 +21,6 @@ from mhalib.checks.backward_common import (
     visible,
     weights_and_grads,
 )
-from mhalib.checks.backward_variants import (
-    attention_backward_variant,
-    backward_flops_variant,
-    softmax_backward_variant,
-)
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 from mhalib.checks.flash_backward import FlashAttentionBackward
 from mhalib.checks.torch_exercise import (
@@ -37,13 +32,21 @@ from mhalib.checks.torch_exercise import (
 )
 
 ASSIGNMENT = "12-backward"
-# other answer-key functions that compute these gradients: reaching them scores 0
-GRADIENT_KEYS = ("attention_backward", "flash_attention_backward", "tiled_attention_backward")
+# other functions of the package that compute these gradients (the answer key, the kernel, and
+# the mistake models, whose defaults are the answer): reaching one of them scores 0
+GRADIENT_KEYS = ("attention_backward", "flash_attention_backward", "tiled_attention_backward",
+                 "softmax_backward_variant", "attention_backward_variant",
+                 "flash_backward_variant")
+VARIANTS = "mhalib.reference.backward_variants"
 
 
-def _variant(fn, **change):
-    """A mistake model: ``fn`` on the case's float64 inputs with ``change``, as numpy."""
+def _variant(name: str, **change):
+    """A mistake model: the variant ``name`` (imported on the judge's side only) on the case's
+    float64 inputs with ``change``, as numpy."""
     def compute(case):
+        import importlib
+
+        fn = getattr(importlib.import_module(VARIANTS), name)
         args, kwargs = exact_inputs(case)
         return as_numpy(fn(*args, **{**kwargs, **change}))
     return compute
@@ -97,7 +100,7 @@ class SoftmaxBackward(GradientExercise):
         return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
-        model = lambda **change: _variant(softmax_backward_variant, **change)  # noqa: E731
+        model = lambda **change: _variant("softmax_backward_variant", **change)  # noqa: E731
         return self.watch_symptoms() + [
             WrongAnswer("row_term_dropped", "the row term is missing: weights * grad_weights is "
                         "only the diagonal diag(p) g of the Jacobian diag(p) - p p^T. Subtract "
@@ -172,7 +175,7 @@ class AttentionBackward(GradientExercise):
         return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
-        model = lambda **change: _variant(attention_backward_variant, **change)  # noqa: E731
+        model = lambda **change: _variant("attention_backward_variant", **change)  # noqa: E731
         return self.watch_symptoms() + [
             WrongAnswer("no_scale_in_backward", "grad_q and grad_k are sqrt(d) times too large: "
                         "the scores are q k^T / sqrt(d), so both carry the factor 1/sqrt(d): "
@@ -223,7 +226,7 @@ class AttentionBackward(GradientExercise):
 class AttentionBackwardFlops(Exercise):
     name = "attention_backward_flops"
     assignment = ASSIGNMENT
-    answer_key_names = ("attention_forward_flops",)
+    answer_key_names = ("attention_forward_flops", "backward_flops_variant")
     rtol, atol = 1e-9, 0.0
 
     def visible_cases(self, rng):
@@ -256,7 +259,11 @@ class AttentionBackwardFlops(Exercise):
 
     def mistakes(self):
         def model(**knobs):
-            return lambda case: backward_flops_variant(**self._args(case), **knobs)
+            def compute(case):
+                from mhalib.reference.backward_variants import backward_flops_variant
+
+                return backward_flops_variant(**self._args(case), **knobs)
+            return compute
 
         return [
             WrongAnswer("recompute_ignored", "recompute=True should add the recomputed scores "

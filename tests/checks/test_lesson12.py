@@ -66,6 +66,49 @@ def test_a_dense_backward_glued_from_blocks_is_caught_by_memory():
     assert not verdict.passed and "mistake:builds_full_scores" in verdict.flags
 
 
+_BUFFER = {}
+
+
+def _probabilities_into(buffer, q, k, lse, causal):
+    """All of p written into ``buffer`` (B, H, N, N) with out= and in-place ops."""
+    n = q.shape[-2]
+    torch.matmul(q.float() / q.shape[-1] ** 0.5, k.float().transpose(-1, -2), out=buffer)
+    if causal:
+        buffer.masked_fill_(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    return buffer.sub_(lse.float()[..., None]).exp_()
+
+
+def _from_whole_p(p, q, k, v, out, grad_out):
+    d = q.shape[-1]
+    ds = p * (grad_out.float() @ v.float().transpose(-1, -2)
+              - (grad_out.float() * out.float()).sum(-1, keepdim=True)) / d ** 0.5
+    return ((ds @ k.float()).to(q.dtype), (ds.transpose(-1, -2) @ q.float()).to(q.dtype),
+            (p.transpose(-1, -2) @ grad_out.float()).to(q.dtype))
+
+
+def grown_in_place(q, k, v, out, lse, grad_out, block_size=64, causal=False):
+    buffer = torch.zeros(1).resize_(*q.shape[:-1], k.shape[-2])  # no new N x N tensor
+    return _from_whole_p(_probabilities_into(buffer, q, k, lse, causal), q, k, v, out, grad_out)
+
+
+def made_before_the_call(q, k, v, out, lse, grad_out, block_size=64, causal=False):
+    shape = (*q.shape[:-1], k.shape[-2])
+    if _BUFFER.get("p") is None or tuple(_BUFFER["p"].shape) != shape:
+        _BUFFER["p"] = torch.empty(shape)  # kept from an earlier call, as a global would be
+    return _from_whole_p(_probabilities_into(_BUFFER["p"], q, k, lse, causal), q, k, v, out,
+                         grad_out)
+
+
+@pytest.mark.parametrize("func", [grown_in_place, made_before_the_call])
+def test_a_whole_p_in_a_hidden_buffer_is_caught(func):
+    """A buffer grown with resize_ or allocated before the measured call holds all of p, and
+    the ops write into it with out= and in place: the allocation watch sees no new N x N
+    tensor, the autograd watch's mode sees the storage the ops wrote into."""
+    made_before_the_call(*case_tensors(get_exercise(FLASH).cases(0, "visible")[0])[0])
+    verdict = h.verdict_of(FLASH, func, seed=0, suite="visible")
+    assert not verdict.passed and "mistake:builds_full_scores" in verdict.flags, verdict.details
+
+
 @pytest.mark.parametrize("exercise,func", [
     ("softmax_backward", answers.sm_through_autograd),
     ("attention_backward", answers.ab_autograd),
@@ -147,6 +190,7 @@ def test_a_model_that_fits_no_case_names_nothing():
 FIRST_CHECK = """
 import json, sys, time
 import matplotlib, numpy, torch  # what the lesson's import cell loads
+from torch.utils.flop_counter import FlopCounterMode
 import mhalib.viz.lesson12, mhalib.induction.core_training
 from mhalib.checks import check
 from tests.checks.answers import lesson12
@@ -175,3 +219,23 @@ def test_first_visible_check_is_instant(exercise):
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     assert not measured["dynamo"]
     assert measured["cpu"] < 0.5, measured
+
+
+@pytest.mark.parametrize("exercise,call", [
+    ("softmax_backward", lambda w, g: _variants().softmax_backward_variant(w, g)),
+    ("attention_backward", lambda q, k, v, g, causal=False:
+     _variants().attention_backward_variant(q, k, v, g, causal)),
+    ("attention_backward_flops", lambda n, d, recompute=True:
+     _variants().backward_flops_variant(n, d, recompute)),
+    (FLASH, lambda *args, **kwargs: _variants().flash_backward_variant(*args, **kwargs)),
+])
+def test_the_mistake_models_defaults_are_out_of_reach(exercise, call):
+    """With its defaults a mistake model computes the right answer: reaching it scores 0, and
+    it lives in mhalib.reference, which the grader's sandbox does not have."""
+    h.assert_answer_key_refused(exercise, call)
+
+
+def _variants():
+    import importlib
+
+    return importlib.import_module("mhalib.reference.backward_variants")

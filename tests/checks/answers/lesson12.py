@@ -2,7 +2,7 @@
 
 ``softmax_backward`` first, then ``attention_backward``, ``attention_backward_flops`` and
 ``flash_attention_backward``. Written independently of the checker's mistake models
-(mhalib/checks/backward_variants.py): the way a learner would write each slip.
+(mhalib/reference/backward_variants.py): the way a learner would write each slip.
 """
 
 import math

@@ -5,6 +5,11 @@ when one argument changes (the 1/sqrt(d) left out of grad_q, p not transposed, t
 row term dropped, delta from grad_out alone, an exp2 on a natural-log lse...). The judges
 evaluate them on the learner's inputs in float64 and name the mistake whose output the
 learner's matches. They never call the answer key (and never torch.autograd).
+
+Because their defaults *are* the answer, they live with the answer key: the grader's sandbox
+has no ``mhalib.reference`` at all, and in a learner's kernel a function that reaches one of
+them scores 0 like one that calls the answer key (they are in the exercises'
+``answer_key_names``). The checkers import them only on the judge's side (``mistakes()``).
 """
 
 from __future__ import annotations
