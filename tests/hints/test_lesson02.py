@@ -9,7 +9,7 @@ import numpy as np
 from mhalib.reference import merge_heads as reference_merge
 from mhalib.reference import softmax
 from mhalib.reference import split_heads as reference_split
-from mhalib.release import REPO
+from tests.checkout import REPO
 from tests.hints.claims import passes, says
 
 

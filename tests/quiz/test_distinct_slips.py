@@ -2,7 +2,7 @@
 question (and the one fixed binding set of the others), the key and each known slip give
 values that the judge tells apart at the question's tolerance. Where two coincide, the learner
 who made one slip is told the other one's reason (or a slip is marked right). The wrong answers
-of the test tables (answers_lessonNN.REJECT) are held apart from the key the same way."""
+of the test tables (answers/lessonNN.py REJECT) are held apart from the key the same way."""
 
 from __future__ import annotations
 
