@@ -6,8 +6,9 @@ in a fresh interpreter that sees only the copy (tests/grading/answer_search.py);
 full checker judges the outputs here. A function that is right on a case that wrong answers
 cannot pass by accident, and never wrong where it returns, is an answer a learner's cell could
 call (around a guard for the cases where it raises). Cases that want an error (``expects_error``)
-are left out: any function that raises there would pass them. The same search on the package as installed finds plenty (the answer key, the mistake
-models with default settings, the demos' oracles), which shows it can fail.
+are left out: any function that raises there would pass them. The same search on the package as
+installed finds plenty (the answer key, the mistake models with default settings, the demos'
+oracles), which shows it can fail.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ LIMITS = Limits(record_bytes=1000).to_dict()
 
 
 def test_records_and_class_cache_entries_come_back_up_to_the_record_limit(tmp_path):
-    for kind, folder in (("records", SEALED_DIR), ("cache", "cache")):
+    for folder in (SEALED_DIR, "cache"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "small.json").write_text("{}" + " " * 900)
         (tmp_path / folder / "large.json").write_text("{}" + " " * 1000)
