@@ -4,9 +4,10 @@
     python3 bootstrap.py lab     # install into .venv, start JupyterLab on the lessons
     python3 bootstrap.py test    # install into .venv (with test tools), run the whole suite
 
-Needs only Python 3.10+ with pip and venv. Re-running is cheap: the install is skipped while
-pyproject.toml is unchanged. Extra arguments after ``test`` go to pytest, after ``lab`` to
-``mhalib lab``.
+Needs only Python 3.10+ with pip and venv. The versions installed are the tested ones of
+constraints.txt (pyproject.toml states only the ranges mhalib needs). Re-running is cheap: the
+install is skipped while pyproject.toml and constraints.txt are unchanged. Extra arguments
+after ``test`` go to pytest, after ``lab`` to ``mhalib lab``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+# The exact versions the course is tested with (torch's CPU build among them).
+CONSTRAINTS = ROOT / "constraints.txt"
 # Debian packages the test suite uses when it can get them: the grader's sandbox and the
 # browser for the JupyterLab end-to-end tests. Without them those tests skip, saying why.
 SYSTEM_PACKAGES = {"bwrap": "bubblewrap", "chromium": "chromium"}
@@ -48,15 +51,17 @@ def ensure_venv() -> None:
 
 
 def ensure_installed(extras: str) -> None:
-    """pip install the project (editable) with ``extras``, unless done for this pyproject."""
+    """pip install the project (editable) with ``extras`` at the versions of constraints.txt,
+    unless done for this pyproject.toml and constraints.txt."""
     stamp = VENV / f".installed-{extras or 'base'}"
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
+                            + CONSTRAINTS.read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
         say(f"dependencies up to date ({stamp.name})")
         return
     target = f".[{extras}]" if extras else "."
     run([PYTHON, "-m", "pip", "install", "--upgrade", "pip"])
-    run([PYTHON, "-m", "pip", "install", "-e", target])
+    run([PYTHON, "-m", "pip", "install", "-c", CONSTRAINTS, "-e", target])
     stamp.write_text(digest)
 
 

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+KEYS = REPO / "grading" / "quick_checks"  # the instructor's quick-check keys of this checkout
 SECTION = "## Grading throughput"
 KINDS = ("correct", "correct", "wrong", "blank", "hostile")
 HOSTILE = '''import numpy as np, os, ast
@@ -73,10 +74,12 @@ def tool_env() -> dict:
 
 def notebook_of(model, kind: str) -> dict:
     """One synthetic submission of ``kind`` for the lesson ``model``."""
-    from mhalib.grading.demo_class import answer_sources, quick_check_answers, submission
+    from mhalib.grading.answered_notebook import answer_sources, quick_check_answers, submission
+    from mhalib.quiz.keys import instructor_keys
 
     right = answer_sources(model)
-    quick = quick_check_answers(model)  # answered in their forms, as recorded on saving
+    # answered in their forms, as recorded on saving
+    quick = quick_check_answers(model, instructor_keys(model.assignment, KEYS))
     first = model.exercises[0]
     if kind == "blank":
         return submission(model)
@@ -90,7 +93,7 @@ def notebook_of(model, kind: str) -> dict:
 
 
 def write_class(model, submitted: Path, students: int) -> None:
-    from mhalib.grading.demo_class import to_bytes
+    from mhalib.grading.answered_notebook import to_bytes
 
     for number in range(students):
         kind = KINDS[number % len(KINDS)]
@@ -125,8 +128,8 @@ def mhalib_run(assignment: str, source: Path, submitted: Path, scratch: Path, jo
     course = scratch / f"mhalib-{assignment}-{jobs}{'-'.join(extra)}"
     done, seconds, total_cpu = timed(
         [sys.executable, "-m", "mhalib", "grade", "--assignment", assignment, str(submitted),
-         "--source", str(source), "--course", str(course), "--jobs", str(jobs), "--no-progress",
-         "--no-feedback", *extra])
+         "--source", str(source), "--course", str(course), "--keys", str(KEYS), "--jobs",
+         str(jobs), "--no-progress", "--no-feedback", *extra])
     if done.returncode:
         raise RuntimeError(f"mhalib grade failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     by_kind: dict[str, list[float]] = {}

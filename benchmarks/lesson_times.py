@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from mhalib.release import run_budget_seconds
+from mhalib.classroom.release import run_budget_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 SECTION = "## Lesson run times"

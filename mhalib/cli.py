@@ -18,6 +18,7 @@ COMMANDS = {
     "bench": "mhalib.commands.bench",
     "release": "mhalib.commands.release",
     "grade": "mhalib.commands.grade",
+    "report": "mhalib.commands.report",
     "hub": "mhalib.commands.hub",
 }
 

@@ -2,13 +2,15 @@
 
 A lesson is an nbgrader assignment (one notebook) with graded exercise functions, and its own
 modules: the checker (``mhalib.checks.lessonNN``: probe, judge, mistake models), the quick-check
-bank (``mhalib.quiz.lessonNN``), the plots and widgets (``mhalib.viz.lessonNN``) and the answer
-key (the module that defines each exercise function, re-exported by :mod:`mhalib.reference`).
+bank (``mhalib.quiz.lessonNN``), the plots and widgets (``mhalib.viz.lessonNN``), the hint
+ladders (``mhalib.hints.lessonNN``) and the answer key (the module that defines each exercise
+function, re-exported by :mod:`mhalib.reference`).
 The checker registry, the quiz lookup, the answer-key table, the grader's answer-free package,
-the integrity scanner, ``mhalib release`` and ``grading/nbgrader_config.py`` all read
+the integrity scanner, ``mhalib release`` and the nbgrader configuration all read
 :data:`LESSONS`; ``tests/test_course.py`` holds it to ``../shared/curriculum.md`` and to the
 grade_ids of ``solutions/``. Adding a lesson is one :class:`Lesson` entry plus its modules and
-notebook (``docs/adding_a_lesson.md``).
+notebook (``docs/adding_a_lesson.md``). It also names the folders of a course checkout
+(:data:`SOURCE_DIR`...), which :mod:`mhalib.classroom.course_folder` finds.
 
 This module imports nothing heavy: nbgrader's config file and the sandbox read it.
 """
@@ -23,6 +25,12 @@ ANSWER_KEY_PACKAGES = ("reference", "accounting", "kernels", "nn")
 
 # Seconds a lesson's solutions notebook may take top to bottom on a 2-core CPU, by default.
 DEFAULT_RUN_BUDGET_S = 30.0
+
+# The parts of a course checkout, relative to its top folder.
+SOURCE_DIR = "solutions"  # the instructor master: nbgrader's source, hidden tests included
+RELEASE_DIR = "notebooks"  # the learner release
+KEYS_DIR = "grading/quick_checks"  # the quick-check keys: instructor data, not in the package
+GRADING_DIR = "grading/course"  # what a class produces: submissions, gradebook, feedback
 
 
 @dataclass(frozen=True)
@@ -67,13 +75,18 @@ class Lesson:
     @property
     def quick_check_keys(self) -> str:
         """File of the quick-check keys, relative to the instructor's keys folder
-        (``grading/quick_checks/``): instructor data, never part of the installed package."""
+        (:data:`KEYS_DIR`): instructor data, never part of the installed package."""
         return f"lesson{self.number}.py"
 
     @property
     def viz(self) -> str:
         """Module of the lesson's plots and widgets."""
         return f"mhalib.viz.lesson{self.number}"
+
+    @property
+    def hints(self) -> str:
+        """Module of the hint ladders: ``HINTS`` maps each exercise name to its 2 to 4 hints."""
+        return f"mhalib.hints.lesson{self.number}"
 
 
 _REF = "mhalib.reference."
@@ -112,6 +125,10 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("11-serving", "serving.ipynb", "Serving: decode, paged KV cache, chunked prefill",
            {"decode_attention_intensity": _REF + "serving", "paged_attention": _REF + "serving",
             "chunked_prefill": _REF + "serving"}, "torch"),
+    Lesson("12-backward", "backward.ipynb", "The backward pass of attention",
+           {"softmax_backward": _REF + "backward", "attention_backward": _REF + "backward",
+            "attention_backward_flops": _ACC + "backward",
+            "flash_attention_backward": _REF + "backward"}, "torch"),
 )
 
 

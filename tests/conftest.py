@@ -19,7 +19,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 @pytest.fixture(scope="session")
 def playwright_driver():
     """One Playwright per test process, shared by every browser test (tests/browser and
-    tests/hub): its sync API refuses to start while another instance runs in the process."""
+    tests/classroom/hub): its sync API refuses to start while another instance runs in the
+    process."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

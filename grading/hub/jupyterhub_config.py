@@ -1,7 +1,8 @@
 """JupyterHub configuration of a class on one machine (started by `mhalib hub`).
 
 Reads the class's settings from the JSON file named by ``MHALIB_HUB_CLASS`` (``mhalib hub``
-writes ``<class-dir>/hub/class.json``). What it sets up:
+writes ``<class-dir>/hub/class.json``; mhalib.classroom.hub.class_setup.ClassSettings). What it
+sets up:
 
 - login with the system password (PAM), only the roster's users, the instructor as admin;
 - each user's JupyterLab started as that system user (LocalProcessSpawner), from the class's
@@ -14,11 +15,12 @@ writes ``<class-dir>/hub/class.json``). What it sets up:
 
 import os
 
-from mhalib.hub_class import INSTRUCTOR_ONLY_EXTENSIONS, ClassSettings
+from mhalib.classroom.hub.class_setup import INSTRUCTOR_ONLY_EXTENSIONS, ClassSettings
+from mhalib.classroom.hub.launch import SETTINGS_VARIABLE
 
 c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this file)
 
-settings = ClassSettings.read(os.environ["MHALIB_HUB_CLASS"])
+settings = ClassSettings.read(os.environ[SETTINGS_VARIABLE])
 state = settings.state_dir
 
 c.JupyterHub.ip = settings.ip
@@ -51,14 +53,11 @@ c.LocalProcessSpawner.ip = "127.0.0.1"
 
 
 def per_role(spawner):
-    """Learners: no formgrader. Everyone: the class's nbgrader settings and page config."""
+    """Learners: no formgrader. Everyone: the class's tools, nbgrader settings and page config;
+    the instructor also the quick-check keys of their course."""
     name = spawner.user.name
     role = "instructor" if name == settings.instructor else "learner"
-    spawner.environment.update({
-        "PATH": os.pathsep.join([settings.env_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
-        "JUPYTER_CONFIG_PATH": os.pathsep.join(
-            [settings.config_dirs[role], settings.config_dirs["common"]]),
-    })
+    spawner.environment.update(settings.environment(role))
     if role == "learner":
         spawner.args = [f"--ServerApp.jpserver_extensions={extension}=False"
                         for extension in INSTRUCTOR_ONLY_EXTENSIONS]

@@ -5,31 +5,34 @@ See mhalib.quiz.keys for the format.
 
 KEYS = {
     "qc_seq_first_split": {
-        "answer": 0,
+        "answer": 3,
         "explanation": "y has axes (N, B, H, d_head), numbered 0 to 3. The new order lists "
                        "them by position: batch (1), heads (2), tokens (0), features (3).",
         "why_wrong": {
-            1: "That is the course's call for a batch-first x. Here axis 0 is the tokens, so "
+            0: "That is the course's call for a batch-first x. Here axis 0 is the tokens, so "
                "it gives (N, H, B, d_head).",
-            2: "That only brings the batch to the front: (B, N, H, d_head). The heads must "
+            1: "That only brings the batch to the front: (B, N, H, d_head). The heads must "
                "also move in front of the tokens.",
-            3: "A plain reshape reads x in memory order: it mixes tokens and sequences of "
+            2: "A plain reshape reads x in memory order: it mixes tokens and sequences of "
                "the batch into the heads. The shape is right, the contents are not.",
         },
     },
     "qc_ablate_head": {
-        "answer": 0,
+        "answer": 1,
         "explanation": "The concatenation puts head 3's output in columns 3·d_head to "
                        "4·d_head − 1, and they meet only rows 3·d_head to 4·d_head − 1 of "
                        "W_O: head 3 writes head_3 W_O^(3). Zero that block and it writes "
                        "nothing, while every other head keeps its own block.",
         "why_wrong": {
-            1: "Columns of W_O are output features: zeroing them removes those features from "
+            0: "Columns of W_O are output features: zeroing them removes those features from "
                "every head's contribution, and head 3 still writes into all the others.",
             2: "With zero queries head 3's scores are all 0 and its weights uniform: it "
                "still writes the average of its values, not nothing.",
-            3: "Those rows would be head 3's if heads took every H-th feature; with "
-               "contiguous blocks they mute one feature of each head instead.",
+            3: "Those rows would be head 3's if heads took every H-th feature. With "
+               "contiguous blocks they are d_model / H = d_head rows spread over all the "
+               "heads, about d_head / H in each (5 or 6 of each head's 64 rows in GPT-2 "
+               "small): every head loses part of what it writes, and head 3 keeps most of "
+               "its block.",
         },
     },
     "qc_head_scale": {

@@ -70,7 +70,7 @@ KEYS = {
         "accepted": ["-a * np.log(a) - (1 - a) * np.log(1 - a) + (1 - a) * np.log(N - 1)"],
     },
     "qc_entropy_direction": {
-        "answer": 0,
+        "answer": 2,
         "explanation": "Multiplying the scores by √2 multiplies every difference s_i - s_j by "
                        "√2, so each weight ratio e^(s_i - s_j) is raised to the power √2: the "
                        "top scores take more of the weight. The entropy falls (with the scores "
@@ -78,9 +78,9 @@ KEYS = {
                        "scores under p, negative unless they are all equal), but every weight "
                        "stays positive, so it never reaches 0.",
         "why_wrong": {
-            1: "Adding a constant to every score changes nothing; multiplying them does: the "
+            0: "Adding a constant to every score changes nothing; multiplying them does: the "
                "differences grow by √2 as well, and softmax reads the differences.",
-            2: "Wider heads sum more terms rather than average them, so unscaled the scores "
+            1: "Wider heads sum more terms rather than average them, so unscaled the scores "
                "spread out; larger differences concentrate the weights instead of "
                "flattening them.",
             3: "For a given row, a factor above 1 always concentrates the weight on its top "
@@ -88,18 +88,18 @@ KEYS = {
         },
     },
     "qc_split_jacobian": {
-        "answer": 0,
+        "answer": 3,
         "explanation": "With p_i = p_j = 1/2: the diagonal entries are p(1 - p) = 1/4, the "
                        "entries between i and j are -p_i p_j = -1/4, and every row or column "
                        "of a key with weight near 0 is near 0. Its size (Frobenius norm 1/2) "
                        "is even larger than the uniform row's over 16 keys (about 0.24): a "
                        "row torn between two keys still learns which of the two to prefer.",
         "why_wrong": {
-            1: "That is diag(p) alone; p pᵀ adds 1/4 at all four of those entries and "
+            0: "That is diag(p) alone; p pᵀ adds 1/4 at all four of those entries and "
                "must be subtracted.",
-            2: "The Jacobian vanishes when one weight is near 1. Split between two keys, "
+            1: "The Jacobian vanishes when one weight is near 1. Split between two keys, "
                "p_i (1 - p_i) = 1/4 is far from 0.",
-            3: "That is -p pᵀ alone; diag(p) adds 1/2 on the diagonal, giving +1/4 there.",
+            2: "That is -p pᵀ alone; diag(p) adds 1/2 on the diagonal, giving +1/4 there.",
         },
     },
 }

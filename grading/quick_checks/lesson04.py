@@ -31,23 +31,24 @@ KEYS = {
                      "n_q * (2 * n_k - n_q + 1) / 2"],
     },
     "qc_query_mask_shape": {
-        "answer": 0,
+        "answer": 1,
         "explanation": "Numpy lines shapes up from the right: (B, 1, n, 1) puts the batch "
                        "against B, the n positions against the query axis, and repeats them "
                        "over the heads and over the keys. keep[:, None, :, None] makes it.",
         "why_wrong": {
-            1: "That is padding_mask's shape: n lines up with the keys, so it removes "
+            0: "That is padding_mask's shape: n lines up with the keys, so it removes "
                "columns, not rows.",
             2: "Broadcasting pads missing axes on the left, so (B, n, 1) is read as "
-               "(1, B, n, 1): the batch lands on the heads axis (an error, or the wrong "
-               "sequences when B equals H).",
+               "(1, B, n, 1): the batch lands on the heads axis. That is an error, or silently "
+               "wrong: with B = H each head takes another sequence's mask, and with one head "
+               "the result grows to (B, B, n, n).",
             3: "Broadcasting adds the missing axes on the left: (B, n) is read as "
                "(1, 1, B, n), with the batch against the queries and the positions against "
                "the keys.",
         },
     },
     "qc_renormalise": {
-        "answer": 0,
+        "answer": 3,
         "explanation": "The softmax gives allowed key j the weight exp(s_j) / Z. Keeping the "
                        "allowed ones and dividing by their sum cancels Z, leaving exp(s_j) "
                        "over the sum of exp(s) over allowed keys: exactly the masked softmax. "
@@ -56,12 +57,12 @@ KEYS = {
                        "to 0, and the row becomes 0 / 0. That is why the mask goes on the "
                        "scores.",
         "why_wrong": {
-            1: "The masked keys enter only through the common denominator Z, which cancels "
+            0: "The masked keys enter only through the common denominator Z, which cancels "
                "when the row is divided by its new sum; the ratios between allowed weights "
                "never depended on them.",
-            2: "That happens when the weights are masked and not renormalised (the trap of "
+            1: "That happens when the weights are masked and not renormalised (the trap of "
                "section 3); dividing by the new sum brings every such row back to 1.",
-            3: "In exact arithmetic the size of the masked scores cancels whatever it is. "
+            2: "In exact arithmetic the size of the masked scores cancels whatever it is. "
                "Large masked scores only hurt in floating point, where they can make the "
                "allowed exponentials underflow.",
         },

@@ -15,9 +15,13 @@ KEYS = {
         "hint": "Count the tiles above the diagonal, then the FLOPs of the scores and of the "
                 "weighted sum of one block x block tile.",
         "mistakes": {
-            "2 * seq_len ** 2 * d_model": "That is exactly half of the 4 N^2 d_model: it "
-                                          "skips every masked pair, but the tiles on the "
-                                          "diagonal are half masked and computed in full.",
+            "2 * seq_len ** 2 * d_model": "That is half of the 4 N^2 d_model, as if half of "
+                                          "all (query, key) pairs were masked. Only the N "
+                                          "(N - 1) / 2 pairs above the diagonal are: "
+                                          "skipping exactly those would save 2 N (N - 1) "
+                                          "d_model, nearly the same here. The kernel skips "
+                                          "whole tiles only, and the tiles on the diagonal "
+                                          "are half masked and computed in full.",
             "2 * seq_len * (seq_len + block) * d_model": "That is what is still computed "
                                                          "(the T (T + 1) / 2 tiles on and "
                                                          "below the diagonal), not what is "
@@ -70,8 +74,11 @@ KEYS = {
                            "linear work on top of the projections' 8 N d^2.",
             "4 * d_model": "Count both MLP products: each costs 2 N d (4 d) = 8 N d^2, so "
                            "16 N d^2 together.",
-            "8 * d_model": "That counts three MLP products (a SwiGLU MLP, as in Llama); "
-                           "this block's MLP has two, 16 N d^2 together.",
+            "8 * d_model": "That counts three MLP products of width 4 d_model. A SwiGLU "
+                           "MLP (Llama) does have three, but its width is usually cut to "
+                           "about 8/3 d_model (3.5 d_model in Llama-3.1 8B) so that it costs "
+                           "about as much as two of width 4 d_model; this block's MLP has "
+                           "two, 16 N d^2 together.",
         },
         "accepted": ["(8 + 16) * d_model / 4", "3 * 2 * d_model"],
     },

@@ -5,16 +5,16 @@ See mhalib.quiz.keys for the format.
 
 KEYS = {
     "qc_gqa_savings": {
-        "answer": 0,
+        "answer": 2,
         "explanation": "The cache holds K and V of the 8 K/V heads instead of 64, and W_K, "
                        "W_V shrink from (8192, 8192) to (8192, 1024). The rest stays: W_Q and "
                        "W_O, and the attention arithmetic, since every query head still meets "
                        "every key.",
         "why_wrong": {
-            1: "Each of the 64 query heads still scores all N keys and sums N values: the "
+            0: "Each of the 64 query heads still scores all N keys and sums N values: the "
                "shared heads are repeated, not skipped, so the N^2 products cost the same "
                "as in MHA.",
-            2: "Only W_K and W_V shrink; W_Q and W_O stay (8192, 8192). The layer goes from "
+            1: "Only W_K and W_V shrink; W_Q and W_O stay (8192, 8192). The layer goes from "
                "4 d^2 to 2 d^2 + 2 d^2 / 8 weights: 1.8 times fewer, not 8.",
             3: "GQA changes how many K/V heads there are, not their width: each cached key "
                "and value still has 128 numbers.",

@@ -53,14 +53,14 @@ KEYS = {
                      "m_new)"],
     },
     "qc_missing_rescale": {
-        "answer": 0,
+        "answer": 1,
         "explanation": "If a row's maximum is in the first block, m' = m at every later block "
                        "and the missing factor is exp(0) = 1 (on the first block acc is still "
                        "0, so the factor does not matter there either). Whenever a later block "
                        "raises the maximum, the old part of acc keeps its larger scale while "
                        "row_sum shrinks, and the output is wrong.",
         "why_wrong": {
-            1: "The factor exp(m - m') is not about overflow: it re-bases the old terms to the "
+            0: "The factor exp(m - m') is not about overflow: it re-bases the old terms to the "
                "new maximum, and it differs from 1 whenever the maximum moves, however small "
                "the scores are.",
             2: "A ragged last block is handled by the same update as any other; the error "
@@ -71,19 +71,19 @@ KEYS = {
         },
     },
     "qc_decode_memory": {
-        "answer": 0,
+        "answer": 2,
         "explanation": "The running state is per query: row_max, row_sum (1 value each) and "
                        "acc (d values), plus one (N_q, block_size) block of scores that is "
                        "dropped after use. With N_q = 1 none of that depends on N_k; only the "
                        "loop runs longer.",
         "why_wrong": {
-            1: "The naive path stores a (1, N_k) row of scores and of weights; the online "
+            0: "The naive path stores a (1, N_k) row of scores and of weights; the online "
                "softmax folds each block into the running state and keeps nothing per key.",
-            2: "That is split-KV decoding (flash-decoding), which keeps one partial "
+            1: "With one query the naive score matrix is only (1, N_k); and the online "
+               "softmax stores no part of it beyond one block.",
+            3: "That is split-KV decoding (flash-decoding), which keeps one partial "
                "(out, lse) per chunk to merge them in parallel; the sequential loop merges "
                "each block at once and drops it.",
-            3: "With one query the naive score matrix is only (1, N_k); and the online "
-               "softmax stores no part of it beyond one block.",
         },
     },
     "qc_kv_reads": {
@@ -100,8 +100,7 @@ KEYS = {
                 "That is K and V read once; every one of the N / BLOCK_M programs reads them "
                 "all again.",
             "(tokens / block_m) * tokens * head_dim * bytes_per_value / 2 ** 20":
-                "A factor 2 short: each program reads V as well as K, and each value is 2 "
-                "bytes.",
+                "A factor 2 short: each program reads V as well as K, as many values again.",
             "(tokens / block_n) * 2 * tokens * head_dim * bytes_per_value / 2 ** 20":
                 "The number of programs is N / BLOCK_M (one per block of queries); BLOCK_N "
                 "only sets the size of the pieces K and V are read in.",

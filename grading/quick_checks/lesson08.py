@@ -5,17 +5,17 @@ See mhalib.quiz.keys for the format.
 
 KEYS = {
     "qc_period_two": {
-        "answer": 0,
+        "answer": 3,
         "explanation": "With period 2 the induction target i - p + 1 is key i - 1, the "
                        "previous token: the two diagonals coincide, and induction_score cannot "
                        "tell the two jobs apart. A longer period (12 in this lesson) puts them "
                        "p - 2 diagonals apart.",
         "why_wrong": {
-            1: "A duplicate-token head attends to the earlier copy of the current token, key "
+            0: "A duplicate-token head attends to the earlier copy of the current token, key "
                "i - p = i - 2 here, one step left of the induction target i - 1: it scores 0.",
-            2: "At queries 2 and 3 the induction targets are keys 1 and 2; a head on key 0 "
+            1: "At queries 2 and 3 the induction targets are keys 1 and 2; a head on key 0 "
                "(a sink) puts nothing there and scores 0.",
-            3: "The score only reads one diagonal of the pattern; any head whose weight sits "
+            2: "The score only reads one diagonal of the pattern; any head whose weight sits "
                "on that diagonal scores 1, whatever its job, and at period 2 that diagonal "
                "is the previous-token one.",
         },

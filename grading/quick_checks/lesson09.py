@@ -41,14 +41,14 @@ KEYS = {
                      "2 * math.pi * math.exp(2 * i / d * math.log(base))"],
     },
     "qc_causal_swap": {
-        "answer": 1,
+        "answer": 0,
         "explanation": "Position p attends to the set of tokens 0..p, with no order inside it. "
                        "Positions 0 and 1 never see either swapped token; from position 6 on "
                        "the set holds both and the query is unchanged, so the output is too. "
                        "At position 5 the set is the same but the query now comes from the old "
                        "token 2; positions 2, 3 and 4 see token 5 where token 2 was.",
         "why_wrong": {
-            0: "Without a mask that holds; with it, the set a query sees depends on where it "
+            1: "Without a mask that holds; with it, the set a query sees depends on where it "
                "stands, so a token moved across others changes what they see.",
             2: "Positions after 5 see both swapped tokens, and attention without positions "
                "cannot tell their order: the set is the same, so the output is too.",
@@ -58,15 +58,15 @@ KEYS = {
         },
     },
     "qc_draft_positions": {
-        "answer": 0,
+        "answer": 2,
         "explanation": "Each token is rotated at its own position, and the cache's t tokens "
                        "hold positions 0 to t - 1, so the drafted tokens stand at t, t + 1, "
                        "t + 2 and t + 3. Their keys then enter the cache rotated, exactly as "
                        "four single decode steps would have rotated them.",
         "why_wrong": {
-            1: "Counting from 0 again puts the drafted tokens at the start of the text: their "
+            0: "Counting from 0 again puts the drafted tokens at the start of the text: their "
                "scores against the cached keys would measure the wrong distances.",
-            2: "The cache length is the position of the first new token only; the drafted "
+            1: "The cache length is the position of the first new token only; the drafted "
                "tokens follow one another, and a shared position would make them "
                "indistinguishable to RoPE.",
             3: "The cache holds positions 0 to t - 1, so the first free position is t itself, "

@@ -11,14 +11,14 @@ KEYS = {
         "explanation": "Per token and layer MLA keeps one latent of {kv_lora_rank} numbers and "
                        "one RoPE key of {rope_head_dim}, whatever the number of heads: {layers} "
                        "x ({kv_lora_rank} + {rope_head_dim}) x {tokens} x {batch} x "
-                       "{bytes_per_value} bytes = {value} GiB. MHA with {num_heads} heads of "
+                       "{bytes_text} / 2^30 = {value} GiB. MHA with {num_heads} heads of "
                        "{head_dim} would cache 2 x {num_heads} x {head_dim} numbers per token "
                        "and layer instead.",
         "hint": "Count the numbers one token leaves in one layer, then multiply by the layers, "
                 "the tokens of every sequence and the bytes per number.",
         "mistakes": {
-            "2 * " + _MLA_GIB: "MLA has no factor 2: keys and values are both recomputed from "
-                               "the one cached latent.",
+            "2 * " + _MLA_GIB: "MLA has no factor 2: keys and values are two readings of the "
+                               "same latent, and the latent is cached once.",
             "layers * num_heads * (kv_lora_rank + rope_head_dim) * tokens * batch * "
             "bytes_per_value / 2**30": "The latent and the RoPE key are shared by all heads: "
                                        "the head count does not appear.",
@@ -57,14 +57,14 @@ KEYS = {
                      "0.5 * (kv_lora_rank + rope_head_dim) / head_dim"],
     },
     "qc_absorbed_query_width": {
-        "answer": 1,
+        "answer": 0,
         "explanation": "After absorption a head's query is taken into the space of the KV latent "
                        "(x @ w_q_latent[h], or from the query latent c_q @ W_uq_h @ W_uk_h.T), so "
                        "it has kv_lora_rank = 512 entries and each score is a 512-long dot "
                        "product with a cached latent. Where the query started (x, or a "
                        "1536-wide query latent) does not change where it ends up.",
         "why_wrong": {
-            0: "That is the query of the naive form, which meets expanded keys of d_head "
+            1: "That is the query of the naive form, which meets expanded keys of d_head "
                "numbers; absorbing W_uk maps it into the latent space instead.",
             2: "The query latent is only where queries start from; absorption moves them to the "
                "space of the KV latent they are compared with.",
@@ -73,24 +73,24 @@ KEYS = {
         },
     },
     "qc_alibi_absorption": {
-        "answer": 0,
+        "answer": 3,
         "explanation": "The score of head h becomes x_t W_Q,h W_UK,h^T c_s^T / sqrt(d_head) - "
                        "m_h (t - s). Nothing stands between W_Q,h and W_UK,h^T, so their product "
                        "is precomputed as before, and the bias needs only the two positions, "
                        "nothing cached. What blocks absorption under RoPE is not that it "
                        "depends on positions but that its rotation sits inside the product.",
         "why_wrong": {
-            1: "A dependence on positions is harmless as long as it stays out of the product "
+            0: "A dependence on positions is harmless as long as it stays out of the product "
                "of the weights: RoPE's rotation sits between W_Q,h and W_UK,h^T, ALiBi's bias "
                "is added to the finished score.",
-            2: "The slope multiplies the distance t - s, not the keys: the bias is one number "
+            1: "The slope multiplies the distance t - s, not the keys: the bias is one number "
                "per head and pair of positions, added to the score, and needs no key at all.",
-            3: "Absorption is per head anyway (one product W_Q,h W_UK,h^T for each h), and each "
+            2: "Absorption is per head anyway (one product W_Q,h W_UK,h^T for each h), and each "
                "head adds its own bias to its own scores, so different slopes cost nothing.",
         },
     },
     "qc_per_head_rope_cache": {
-        "answer": 1,
+        "answer": 2,
         "explanation": "512 for the latent plus 16 * 64 = 1,024 for the rotated keys: 1,536, "
                        "about 2.7 times the 576 of the shared key (with DeepSeek-V3's 128 heads "
                        "it would be fifteen times). Sharing one RoPE key among all heads is what "
@@ -98,8 +98,8 @@ KEYS = {
         "why_wrong": {
             0: "That is the shared key; with one key per head the 64 numbers are needed 16 "
                "times.",
-            2: "Values are recomputed from the latent too, so nothing is stored twice; what "
-               "changes here is the number of RoPE keys.",
+            1: "Keys and values are two readings of the same latent, which is cached once, so "
+               "nothing is stored twice; what changes here is the number of RoPE keys.",
             3: "The rotated key is made from the token's hidden state x_s (W_KR), not from the "
                "cached latent, so it cannot be recomputed from the cache; it must be cached (or "
                "the whole prefix run again).",

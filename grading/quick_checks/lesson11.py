@@ -11,7 +11,7 @@ KEYS = {
         "explanation": "The step does 2 x {num_heads} / ({kv_heads} x {bytes_per_value}) FLOPs "
                        "per byte of cache, far below the H100's ridge of about 295, so its time "
                        "is the time to read the cache: 2 x {layers} x {kv_heads} x {head_dim} x "
-                       "{tokens} x {batch} x {bytes_per_value} bytes at 3.35e12 bytes/s, "
+                       "{tokens} x {batch} x {bytes_text} at 3.35e12 bytes/s, "
                        "{value} ms. The arithmetic alone would take far less.",
         "hint": "Decide first which roof limits a decode step, then count what it has to move.",
         "mistakes": {
@@ -39,14 +39,14 @@ KEYS = {
                      "3.35e9"],
     },
     "qc_h200_ridge": {
-        "answer": 0,
+        "answer": 1,
         "explanation": "The ridge is peak / bandwidth: 989e12 / 4.8e12 = about 206 FLOPs per "
                        "byte on the H200. The step's intensity depends only on what it computes "
                        "and reads, so it stays at about 242, now right of the ridge: the step is "
                        "limited by arithmetic, and faster memory alone would not speed it up "
                        "further.",
         "why_wrong": {
-            1: "The ridge is where memory can just feed the arithmetic, peak / bandwidth: with "
+            0: "The ridge is where memory can just feed the arithmetic, peak / bandwidth: with "
                "the same peak and faster memory it moves left.",
             2: "More bandwidth makes memory feed the arithmetic at a lower intensity, so the "
                "ridge moves left, to 989 / 4.8, not up by the ratio of the bandwidths.",
@@ -55,15 +55,15 @@ KEYS = {
         },
     },
     "qc_gqa_decode": {
-        "answer": 2,
+        "answer": 0,
         "explanation": "Decode attention does 2 H / (G s) FLOPs per byte: 1 for MHA in bf16, 8 "
                        "for this GQA, both far below the H100's ridge of about 295. The step's "
                        "time is the time to read the cache, which shrinks with G: 40 -> 5 K/V "
                        "heads is 8 times fewer bytes, for the same FLOPs.",
         "why_wrong": {
-            0: "The FLOPs are the same, but the step is limited by memory traffic, not by "
+            1: "The FLOPs are the same, but the step is limited by memory traffic, not by "
                "FLOPs: it sits far below the ridge point.",
-            1: "Every query head still does the same dot products; sharing a K/V head changes "
+            2: "Every query head still does the same dot products; sharing a K/V head changes "
                "what is read, not how much is computed.",
             3: "5 K/V heads are read, each once: the cache shrinks by H / G = 8, not by H = 40 "
                "(that would be MQA).",

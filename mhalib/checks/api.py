@@ -1,5 +1,6 @@
 """``check``: what a notebook's test cell calls for instant feedback; ``needs``: what a demo
-cell that runs an exercise wraps its code in.
+cell that runs an exercise wraps its code in. Under a failed check's verdict a button offers
+the exercise's hints (:mod:`mhalib.hints`).
 
 How a failed check is reported, so that Run All in JupyterLab reaches the last cell while
 nbgrader still sees the failure: inside a Jupyter kernel a failed check publishes its report as
@@ -13,6 +14,7 @@ with an error output no points. Outside a kernel (plain Python, the test suite) 
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 
 from mhalib.checks.integrity import tampering
@@ -105,6 +107,7 @@ def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
         message = (f"{exercise}: expected a function, got {type(func).__name__}; "
                    f"run the cell that defines {exercise} first.")
         fail(CheckFailed(message, report=f"NOT YET -- {message}"))
+        offer_hints(exercise, passed=False)
         return None
     problems = tampering()
     if problems:
@@ -126,9 +129,22 @@ def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
     if verdict.passed:
         if not quiet:
             show(verdict)
+            offer_hints(exercise, passed=True)
         return verdict
     if quiet:
         raise CheckFailed(verdict.diagnosis)
     # one verdict: the report is the error output itself (no HTML report above it)
     fail(CheckFailed(verdict.diagnosis, report=as_text(verdict)))
+    offer_hints(exercise, passed=False)
     return verdict
+
+
+def offer_hints(exercise: str, passed: bool) -> None:
+    """Under the verdict, in a learner's Jupyter kernel: the hint button when the check failed,
+    and in an assessed release the record of hint use (:func:`mhalib.hints.show.after_check`).
+    Not under nbgrader (validate, autograde), nor outside a kernel."""
+    if _kernel_shell() is None or os.environ.get("NBGRADER_EXECUTION"):
+        return
+    from mhalib.hints.show import after_check
+
+    after_check(exercise, passed)

@@ -47,7 +47,7 @@ def encode(value):
     """Plain data -> JSON-able data."""
     if value is None or isinstance(value, (bool, int, float, str)):
         if isinstance(value, float) and not np.isfinite(value):
-            return {"__float__": repr(value)}
+            return {"__float__": repr(float(value))}  # np.float64's repr names its type
         return value
     if isinstance(value, tuple):
         return {"__tuple__": [encode(v) for v in value]}

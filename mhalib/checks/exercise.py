@@ -101,6 +101,9 @@ class Exercise:
     answer_key_names: tuple[str, ...] = ()
     # seconds one call of the learner's function may take
     call_timeout: float = 20.0
+    # the large case run where the operating system measures the work (measured exercises
+    # only; see mhalib.checks.physical)
+    physical = None
 
     # -- cases ---------------------------------------------------------------------------------
     def cases(self, seed: int, suite: str) -> list[Case]:

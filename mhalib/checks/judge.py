@@ -7,15 +7,12 @@ only a mistake that reproduces most of the failing cases is named.
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 
 from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.verdict import Verdict
 
 RECORD_FORMAT = "mhalib-record/1"
-MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 # statuses the probe writes for a whole exercise, with the learner-facing reason
 _EXERCISE_FAILURES = {
@@ -165,19 +162,55 @@ def judge_record(exercise_name: str, record, seed: int, suite: str = "grading") 
     return judge_outputs(exercise, seed, suite, results)
 
 
-def judge_file(exercise_name: str, path, seed: int) -> Verdict:
-    """Read a record file (size-capped) and judge it; a missing file means the probe never ran."""
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return Verdict.failure(exercise_name, f"{exercise_name}: the notebook never reached the "
-                               "point where it is graded (no record was written).", "no_record")
-    if size > MAX_RECORD_BYTES:
-        return Verdict.failure(exercise_name, "the grading record is too large.", "too_large")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (OSError, ValueError) as error:
-        return Verdict.failure(exercise_name, f"the grading record is unreadable ({error}).",
-                               "bad_record")
-    return judge_record(exercise_name, record, seed)
+def judge_seals(exercise_name: str, generic, physical=None) -> Verdict:
+    """Judge what the warden sealed for an exercise: the record of its cases (``generic``,
+    judged on the seed the warden issued) and, for a measured exercise, its physical check.
+
+    Never raises on hostile or malformed seals (``bad_record``)."""
+    from mhalib.checks.physical import SEAL_FORMAT, judge_physical
+    from mhalib.checks.registry import get_exercise
+
+    exercise = get_exercise(exercise_name)
+    if not isinstance(generic, dict) or generic.get("format") != SEAL_FORMAT or not isinstance(
+            generic.get("seed"), int):
+        return Verdict.failure(exercise_name, "the grading record is malformed.", "bad_record")
+    verdict = judge_record(exercise_name, generic.get("record"), generic["seed"])
+    if getattr(exercise, "physical", None) is None or verdict.cases_total == 0:
+        return verdict
+    return with_physical(exercise, verdict, judge_physical(exercise, physical))
+
+
+def with_physical(exercise, verdict: Verdict, physical) -> Verdict:
+    """``verdict`` with the physical check counted as one more case (see
+    :mod:`mhalib.checks.physical`); its mistake is named when it is the only failure."""
+    verdict.cases_total += 1
+    verdict.general_total += 1
+    verdict.flags = sorted(set(verdict.flags) | set(physical.flags))
+    if physical.summary:
+        verdict.details.append(f"the large measured case: {physical.summary}")
+    if physical.problem is None:
+        verdict.cases_passed += 1
+        verdict.general_passed += 1
+        verdict.score = verdict.cases_passed / verdict.cases_total
+        if verdict.passed:
+            verdict.diagnosis = (f"{exercise.name}: all {verdict.cases_total} checks passed, "
+                                 "the large measured case included.")
+        return verdict
+    verdict.details.append(f"the large measured case: {physical.problem}")
+    verdict.score = verdict.cases_passed / verdict.cases_total
+    message = next((m.message for m in exercise.mistakes() if m.name == physical.mistake),
+                   None) if physical.mistake else None
+    if verdict.passed:
+        verdict.passed = False
+        if message is not None:
+            verdict.diagnosis = f"{exercise.name}: {message} ({physical.problem})"
+            verdict.flags = sorted(set(verdict.flags) | {f"mistake:{physical.mistake}"})
+            verdict.mistake_cases = 1
+        else:
+            verdict.diagnosis = f"{exercise.name}: right on the small cases, but {physical.problem}"
+            verdict.unexplained_cases += 1
+    elif physical.mistake and physical.mistake not in verdict.other_mistakes:
+        verdict.other_mistakes.append(physical.mistake)
+    else:
+        verdict.unexplained_cases += 1
+    return verdict

@@ -24,6 +24,7 @@ from mhalib.checks.attention_variants import online_softmax_variant
 from mhalib.checks.compare import difference
 from mhalib.checks.encoding import EncodingError, decode, encode, to_plain
 from mhalib.checks.exercise import Symptom, WrongAnswer
+from mhalib.checks.physical import PhysicalCheck, attention_rows
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -308,10 +309,30 @@ def builds_full_scores(case, meta: dict) -> bool:
     return limit is not None and isinstance(numel, int) and numel >= limit
 
 
+def _physical_inputs(rng):
+    return TorchCase(PHYSICAL_LABEL, qkv(rng, 1, 1, PHYSICAL_N, PHYSICAL_N, 4),
+                     {"block_size": 64}, dtype="float64")
+
+
+def _physical_rows(case, rows):
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in case.args)
+    return attention_rows(q[..., rows, :], k, v)
+
+
+# The large case: its (N, N) float64 scores take 128 MiB, and the kernel refuses the process more
+# than twice PHYSICAL_MB of new address space; blocks of 64 keys need about 2 MiB each.
+PHYSICAL_N = 4096
+PHYSICAL_MB = 64
+PHYSICAL_LABEL = f"N = {PHYSICAL_N} queries and keys, d = 4, blocks of 64, float64"
+
+
 class OnlineSoftmaxAttention(TorchExercise):
     name = "online_softmax_attention"
     assignment = "07-flash"
     answer_key_names = ("tiled_attention", "flash_attention", "attend")
+    physical = PhysicalCheck(
+        PHYSICAL_LABEL, _physical_inputs, lambda case: case.args[0].shape, _physical_rows,
+        memory_mb=PHYSICAL_MB, cpu_seconds=20.0, memory_mistake="builds_full_scores")
 
     def visible_cases(self, rng):
         return [

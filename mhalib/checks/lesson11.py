@@ -23,6 +23,7 @@ import numpy as np
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import softmax_rows
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.physical import PhysicalCheck, attention_rows
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -349,10 +350,42 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
     return merged @ w_o if output_projection else merged
 
 
+def _physical_prefill(rng):
+    return TorchCase(PHYSICAL_LABEL, prefill_inputs(rng, 1, PHYSICAL_N, 4, 1, 64),
+                     dtype="float64")
+
+
+def _physical_prefill_rows(case, rows):
+    """Causal attention of the chosen token positions, from the projections of every token."""
+    x, w_q, w_k, w_v, w_o = (np.asarray(a, dtype=np.float64) for a in case.args[:5])
+    heads = case.args[5]
+    batch, n, d_model = x.shape
+    d_head = d_model // heads
+
+    def split(t):  # (B, T, d_model) -> (B, H, T, d_head)
+        return t.reshape(batch, t.shape[1], heads, d_head).transpose(0, 2, 1, 3)
+
+    q, k, v = split(x[:, rows] @ w_q), split(x @ w_k), split(x @ w_v)
+    out = attention_rows(q, k, v, query_positions=rows)  # (B, H, R, d_head)
+    return out.transpose(0, 2, 1, 3).reshape(batch, len(rows), d_model) @ w_o
+
+
+# The large case: one head's (N, N) float64 scores take 128 MiB, and the kernel refuses the
+# process more than twice PHYSICAL_MB of new address space; a chunk of 64 queries against every
+# key needs about 2 MiB.
+PHYSICAL_N = 4096
+PHYSICAL_MB = 64
+PHYSICAL_LABEL = f"N = {PHYSICAL_N} tokens, d_model = 4, one head, chunks of 64, float64"
+
+
 class ChunkedPrefill(TorchExercise):
     name = "chunked_prefill"
     assignment = "11-serving"
     answer_key_names = ATTENTION_KEYS
+    physical = PhysicalCheck(
+        PHYSICAL_LABEL, _physical_prefill, lambda case: case.args[0].shape,
+        _physical_prefill_rows, memory_mb=PHYSICAL_MB, cpu_seconds=20.0,
+        memory_mistake="builds_n_by_n", row_axis=1)
 
     def visible_cases(self, rng):
         return [

@@ -1,8 +1,12 @@
-"""Recording mode: what the grader runs at the end of a learner's notebook, in the sandbox."""
+"""Recording mode: what the grader runs at an exercise's test, in the sandbox's learner process.
+
+Each exercise's seed comes from the warden (:mod:`mhalib.grading.sandbox.warden`) at the moment the
+exercise is recorded, and the record goes straight back to it; nothing is written where the
+notebook could change it later.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 
 from mhalib.checks.probe import probe
@@ -14,19 +18,21 @@ def grading_mode() -> bool:
     return os.environ.get("MHALIB_GRADING") == "1"
 
 
-def record_exercises(namespace: dict, exercises: list[str], seed: int, out_dir: str,
+def missing_record(name: str, seed: int) -> dict:
+    """The record of an exercise whose function the notebook never defined."""
+    return {"format": "mhalib-record/1", "exercise": name, "seed": seed, "suite": "grading",
+            "status": "missing", "cases": []}
+
+
+def record_exercises(namespace: dict, exercises: list[str], warden,
                      call_timeout: float = 10.0) -> None:
-    """Probe each exercise's function found in ``namespace``; write ``out_dir/<exercise>.json``."""
-    os.makedirs(out_dir, exist_ok=True)
+    """Probe each exercise's function found in ``namespace`` on the seed ``warden`` issues now,
+    and hand the record back to it (``warden``: ``seed(name)`` and ``submit(name, record)``)."""
     for name in exercises:
-        exercise = get_exercise(name)
+        seed = warden.seed(name)
         func = namespace.get(name)
         if not callable(func):
-            record = {"format": "mhalib-record/1", "exercise": name, "seed": seed,
-                      "suite": "grading", "status": "missing", "cases": []}
+            record = missing_record(name, seed)
         else:
-            record = probe(exercise, func, seed, "grading", call_timeout=call_timeout)
-        path = os.path.join(out_dir, f"{name}.json")
-        with open(path + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump(record, handle)
-        os.replace(path + ".tmp", path)
+            record = probe(get_exercise(name), func, seed, "grading", call_timeout=call_timeout)
+        warden.submit(name, record)

@@ -4,8 +4,10 @@
 
 SUBMITTED_DIR holds nbgrader's ``<student>/<assignment>/<notebook>.ipynb`` folders or one zip
 per student as downloaded from an LMS. Results go to the course folder (``--course``,
-default ``grading/course``): the gradebook (backed up first), graded notebooks, HTML feedback
-and CSV exports. Learner code runs in a bubblewrap sandbox; scores are decided outside it.
+default ``grading/course`` of the course's top folder): the gradebook (backed up first), graded
+notebooks, HTML feedback and CSV exports. The top folder is ``--root``, else
+``MHALIB_COURSE_ROOT``, else the working directory (:mod:`mhalib.classroom.course_folder`).
+Learner code runs in a bubblewrap sandbox; scores are decided outside it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ HELP = "grade a class's submissions in parallel, sandboxed, into the nbgrader gr
 
 
 def add_arguments(parser) -> None:
-    from mhalib.grading.limits import Limits
+    from mhalib.grading.sandbox.limits import Limits
 
     defaults = Limits()
     parser.add_argument("submitted", metavar="SUBMITTED_DIR", type=Path,
@@ -28,10 +30,15 @@ def add_arguments(parser) -> None:
                         help="worker processes (each grades many students; default 1)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="grade on a Dask distributed cluster, e.g. tcp://host:8786")
-    parser.add_argument("--source", type=Path, default=Path("solutions"),
-                        help="folder of the nbgrader source notebooks (default: solutions)")
-    parser.add_argument("--course", type=Path, default=Path("grading/course"),
-                        help="course folder for gradebook and outputs (default: grading/course)")
+    parser.add_argument("--root", type=Path,
+                        help="the course's top folder (default: MHALIB_COURSE_ROOT, else the "
+                             "working directory)")
+    parser.add_argument("--source", type=Path,
+                        help="folder of the nbgrader source notebooks (default: solutions of "
+                             "the course)")
+    parser.add_argument("--course", type=Path,
+                        help="course folder for gradebook and outputs (default: grading/course "
+                             "of the course)")
     parser.add_argument("--db", dest="db_url",
                         help="gradebook URL (default: sqlite:///<course>/gradebook.db)")
     parser.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
@@ -45,7 +52,7 @@ def add_arguments(parser) -> None:
                              "the course's default rubric (see grading/README.md)")
     parser.add_argument("--keys", type=Path, metavar="DIR",
                         help="folder of the instructor's quick-check keys (default: "
-                             "MHALIB_QUICK_CHECK_KEYS, else grading/quick_checks)")
+                             "MHALIB_QUICK_CHECK_KEYS, else grading/quick_checks of the course)")
     parser.add_argument("--timeout", type=float, default=defaults.notebook_seconds,
                         help=f"seconds per notebook (default {defaults.notebook_seconds:g})")
     parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds,
@@ -67,10 +74,12 @@ def add_arguments(parser) -> None:
                              "(lesson 08's training) instead of once per class")
     parser.add_argument("--no-progress", dest="progress", action="store_false",
                         help="no progress bar")
+    parser.add_argument("--no-report", dest="class_report", action="store_false",
+                        help="do not write the class report (mhalib report) after grading")
 
 
 def _limits(args):
-    from mhalib.grading.limits import Limits
+    from mhalib.grading.sandbox.limits import Limits
 
     cell_output = min(Limits().cell_output_bytes, args.output_bytes)
     return Limits(notebook_seconds=args.timeout, cell_seconds=min(args.cell_timeout, args.timeout),
@@ -87,8 +96,9 @@ def _report(summary, run) -> None:
     width = max([len(r.student) for r in summary.results] + [7])
     for result in sorted(summary.results, key=lambda r: r.student):
         flags = problem_flags(result.all_flags())
+        hints = sum(verdict.hints for verdict in result.verdicts.values())
         print(f"  {result.student:<{width}}  {result.points():6.2f} / {result.max_points():<6g} "
-              f"{' '.join(flags)}")
+              f"{' '.join(flags)}" + (f"  hints taken: {hints}" if hints else ""))
     if summary.flagged:
         print(f"needs review: {', '.join(sorted(summary.flagged))}")
     if summary.backup:
@@ -102,9 +112,10 @@ def _report(summary, run) -> None:
 
 
 def run(args) -> int:
+    from mhalib.classroom.course_folder import locate
     from mhalib.grading.pipeline import GradingRun, grade_class
     from mhalib.grading.rubric import load_rubric
-    from mhalib.grading.sandbox import SandboxError
+    from mhalib.grading.sandbox_host import SandboxError
 
     if args.jobs < 1:
         print(f"error: --jobs={args.jobs} must be at least 1", file=sys.stderr)
@@ -115,16 +126,38 @@ def run(args) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    files = locate(args.root, solutions=args.source, course=args.course, keys=args.keys)
     grading = GradingRun(
-        assignment=args.assignment, submitted=args.submitted, source=args.source,
-        course=args.course, db_url=args.db_url, jobs=args.jobs, scheduler=args.scheduler,
-        sandbox=args.sandbox, seed=args.seed, students=args.students, limits=limits,
-        rubric=rubric, class_cache=args.class_cache, feedback=args.feedback,
-        progress=args.progress, keys=args.keys)
+        assignment=args.assignment, submitted=args.submitted, source=files.solutions,
+        course=files.course, keys=files.keys, db_url=args.db_url, jobs=args.jobs,
+        scheduler=args.scheduler, sandbox=args.sandbox, seed=args.seed, students=args.students,
+        limits=limits, rubric=rubric, class_cache=args.class_cache, feedback=args.feedback,
+        progress=args.progress)
     try:
         summary = grade_class(grading, echo=lambda text: print(text, file=sys.stderr))
     except (ValueError, SandboxError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     _report(summary, grading)
+    if args.class_report:
+        _class_report(grading, args.rubric)
     return 0 if summary.integrity == "ok" else 1
+
+
+def _class_report(grading, rubric_file: Path | None) -> None:
+    """The class report of the assignment just graded (``mhalib report``, names hidden)."""
+    from mhalib.classroom.report.build import ReportOptions, build_report
+    from mhalib.classroom.report.output import reports_dir, write_report
+
+    options = ReportOptions(course=grading.course, assignments=[grading.assignment],
+                            db_url=grading.db_url, source=grading.source, keys=grading.keys,
+                            rubric=grading.rubric, rubric_name=rubric_file and
+                            f"the rubric {rubric_file} over the course rubric")
+    try:
+        files = write_report(build_report(options), reports_dir(grading.course),
+                             grading.assignment)
+    except Exception as error:  # the grades are written; a report problem must not hide that
+        print(f"class report not written ({type(error).__name__}: {error}); run `mhalib "
+              f"report --course {grading.course}` to retry", file=sys.stderr)
+        return
+    print(f"class report: {files.html}")

@@ -2,25 +2,23 @@
 
     sudo .venv/bin/mhalib hub --instructor teacher --learners ada,bert --class-dir /srv/mha-class
 
-Run as root from the course's top folder. It makes the class folder (shared environment,
-nbgrader exchange, configuration), copies the lessons into the instructor's private course
-folder, then runs JupyterHub (grading/hub/jupyterhub_config.py) in this process until Ctrl+C.
-``setup`` does everything but start the hub. As the instructor, after ``mhalib grade``,
-``mhalib hub feedback 01-single-head`` returns the feedback through the exchange.
+Run as root in the course's top folder (or name it: ``--root`` or ``MHALIB_COURSE_ROOT``). It
+makes the class folder (shared environment, nbgrader exchange, configuration), copies the
+lessons into the instructor's private course folder, then runs JupyterHub
+(grading/hub/jupyterhub_config.py) in this process until Ctrl+C. ``setup`` does everything but
+start the hub. As the instructor, after ``mhalib grade``, ``mhalib hub feedback 01-single-head``
+returns the feedback through the exchange. The work is :mod:`mhalib.classroom.hub`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 HELP = "set up a class on this machine (users, nbgrader exchange) and start JupyterHub for it"
-PROXY = "configurable-http-proxy"
+HUB_CONFIG = Path("grading") / "hub" / "jupyterhub_config.py"  # in the course's top folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,123 +39,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ip", default="127.0.0.1",
                         help="address browsers reach the hub on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="the hub's port (default 8000)")
-    parser.add_argument("--config", type=Path, default=Path("grading/hub/jupyterhub_config.py"),
-                        help="JupyterHub config (default: grading/hub/jupyterhub_config.py)")
-    parser.add_argument("--solutions", type=Path, default=Path("solutions"),
-                        help="instructor sources to copy into the course (default: solutions)")
-    parser.add_argument("--notebooks", type=Path, default=Path("notebooks"),
-                        help="learner release to copy into the course (default: notebooks)")
+    parser.add_argument("--root", type=Path,
+                        help="the course's top folder (default: MHALIB_COURSE_ROOT, else the "
+                             "working directory)")
+    parser.add_argument("--config", type=Path,
+                        help=f"JupyterHub config (default: {HUB_CONFIG} of the course)")
+    parser.add_argument("--solutions", type=Path,
+                        help="instructor sources to copy into the course (default: solutions "
+                             "of the course)")
+    parser.add_argument("--notebooks", type=Path,
+                        help="learner release to copy into the course (default: notebooks of "
+                             "the course)")
+    parser.add_argument("--keys", type=Path, metavar="DIR",
+                        help="quick-check keys to copy into the course (default: "
+                             "MHALIB_QUICK_CHECK_KEYS, else grading/quick_checks of the course)")
     parser.add_argument("--course", type=Path, default=None,
                         help="with feedback: the instructor's course (default: ~/mha-course)")
-
-
-def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def find_proxy() -> str | None:
-    """configurable-http-proxy: on PATH, else where bootstrap.py installs it (npm, in .venv)."""
-    found = shutil.which(PROXY)
-    if found:
-        return found
-    local = Path(sys.prefix) / "lib" / "node" / "node_modules" / ".bin" / PROXY
-    return str(local) if local.exists() else None
 
 
 def _learners(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _create_missing(names: list[str], state_dir: Path) -> None:
-    from mhalib.hub_users import can_manage_users, create_user, user_exists
+def _request(args: argparse.Namespace):
+    from mhalib.classroom.course_folder import locate
+    from mhalib.classroom.hub.launch import ClassRequest
 
-    missing = [name for name in names if not user_exists(name)]
-    if not missing:
-        return
-    reason = can_manage_users()
-    if reason:
-        raise ValueError(f"--create-users: {reason}")
-    passwords = state_dir / "passwords.txt"
-    with open(os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a") as out:
-        for name in missing:
-            out.write(f"{name}:{create_user(name)}\n")
-    print(f"mhalib hub: created {', '.join(missing)}; passwords in {passwords}", flush=True)
+    files = locate(args.root, solutions=args.solutions, notebooks=args.notebooks,
+                   keys=args.keys)
+    return ClassRequest(instructor=args.instructor, learners=_learners(args.learners),
+                        class_dir=args.class_dir, files=files,
+                        hub_config=(args.config or files.root / HUB_CONFIG).resolve(),
+                        create_users=args.create_users, ip=args.ip, port=args.port)
 
 
-def set_up(args: argparse.Namespace):
-    """Everything but starting the hub; returns the class settings."""
-    from mhalib import hub_class
-    from mhalib.hub_env import others_can_reach, shared_environment
-
-    if not args.instructor:
-        raise ValueError("--instructor is required: the system user who teaches")
-    learners = _learners(args.learners)
-    if hasattr(os, "geteuid") and os.geteuid() != 0:
-        raise ValueError("must run as root: JupyterHub starts each user's server as that user")
-    proxy = find_proxy()
-    if proxy is None or shutil.which("node") is None:
-        raise ValueError(f"{PROXY} (and node) not found: `npm install -g {PROXY}` "
-                         "(bootstrap.py test installs it into .venv/lib/node)")
-    if not args.config.is_file():
-        raise ValueError(f"--config={str(args.config)!r} is not a file; run from the course's "
-                         "top folder")
-    class_dir = args.class_dir.resolve()
-    hub_class.make_folders(class_dir)
-    if args.create_users:
-        _create_missing([args.instructor, *learners], class_dir / "hub")
-    hub_class.check_roster(args.instructor, learners)
-    env = shared_environment(class_dir)
-    config_dirs = hub_class.write_config_dirs(class_dir)
-    course = hub_class.set_up_instructor(args.instructor, args.solutions.resolve(),
-                                         args.notebooks.resolve())
-    hub_class.close_learner_homes(learners)
-    settings = hub_class.settings_for(
-        class_dir, env, args.instructor, learners, args.ip,
-        (args.port, free_loopback_port(), free_loopback_port()), proxy, config_dirs)
-    settings.write()
-    print(f"mhalib hub: class in {class_dir} (environment: {env.prefix}"
-          f"{', layered' if env.layered else ''}); course of {args.instructor} in {course}",
-          flush=True)
-    if others_can_reach(args.solutions):
-        print(f"mhalib hub: WARNING: {args.solutions.resolve()} is readable by every user, so "
-              "learners can read the solutions there; keep the course's clone private "
-              "(chmod 700) on a machine learners use", flush=True)
-    return settings
-
-
-def start(settings, config: Path) -> None:
-    """Replace this process with JupyterHub (signals reach it directly)."""
-    config = config.resolve()
-    env = {**os.environ, "MHALIB_HUB_CLASS": str(settings.state_dir / "class.json")}
-    host = "127.0.0.1" if settings.ip in ("", "0.0.0.0") else settings.ip
-    print(f"mhalib hub: open http://{host}:{settings.port}/hub/login "
-          "(stop with Ctrl+C)", flush=True)
-    os.chdir(settings.state_dir)
-    os.execve(sys.executable, [sys.executable, "-m", "jupyterhub", "-f", str(config)],
-              env)
-
-
-def return_feedback(args: argparse.Namespace) -> int:
-    from mhalib.hub_class import COURSE_FOLDER
-    from mhalib.hub_feedback import release_feedback
+def _return_feedback(args: argparse.Namespace) -> int:
+    from mhalib.classroom.hub.class_setup import COURSE_FOLDER
+    from mhalib.classroom.hub.feedback import release_feedback
 
     if not args.assignment:
         raise ValueError("feedback needs the assignment id, e.g. `mhalib hub feedback "
                          "01-single-head`")
     course = (args.course or Path.home() / COURSE_FOLDER).resolve()
-    nbgrader = shutil.which("nbgrader") or str(Path(sys.executable).parent / "nbgrader")
-    students = release_feedback(course, args.assignment, nbgrader)
+    students = release_feedback(course, args.assignment)
     print(f"mhalib hub: feedback on {args.assignment} released to {', '.join(students)}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from mhalib.classroom.hub.launch import set_up_class, start
+
     try:
         if args.action == "feedback":
-            return return_feedback(args)
-        settings = set_up(args)
+            return _return_feedback(args)
+        request = _request(args)
+        settings = set_up_class(request)
     except (ValueError, RuntimeError) as error:
         print(f"mhalib hub: error: {error}", file=sys.stderr)
         return 2
@@ -166,5 +102,5 @@ def run(args: argparse.Namespace) -> int:
               f"{error.returncode}", file=sys.stderr)
         return 1
     if args.action == "start":
-        start(settings, args.config)
+        start(settings, request.hub_config)
     return 0

@@ -2,7 +2,9 @@
 
 ``--quick-checks practice`` (the default, and what notebooks/ holds) gives instant feedback;
 ``--quick-checks assessed`` records answers only and puts no key in the release: write it to
-another folder with ``--to`` and hand that folder out (``mhalib hub --release FOLDER``).
+another folder with ``--to`` and hand that folder out (``mhalib hub --notebooks FOLDER``). The
+course is the one in ``--root``, else ``MHALIB_COURSE_ROOT``, else the working directory
+(:mod:`mhalib.classroom.course_folder`).
 """
 
 from __future__ import annotations
@@ -22,32 +24,41 @@ def add_arguments(parser) -> None:
                              "the instructor (default: practice)")
     parser.add_argument("--to", type=Path, metavar="DIR",
                         help="write the release here instead of notebooks/")
+    parser.add_argument("--root", type=Path,
+                        help="the course's top folder (default: MHALIB_COURSE_ROOT, else the "
+                             "working directory)")
     parser.add_argument("--keys", type=Path, metavar="DIR",
-                        help="folder of the quick-check keys (default: grading/quick_checks)")
+                        help="folder of the quick-check keys (default: MHALIB_QUICK_CHECK_KEYS, "
+                             "else grading/quick_checks of the course)")
 
 
 def run(args) -> int:
-    from mhalib import release
+    from mhalib.classroom import release
+    from mhalib.classroom.course_folder import locate
 
-    names = args.assignments or release.assignments()
-    target = args.to or release.REPO / "notebooks"
+    files = locate(args.root, keys=args.keys)
+    if not files.solutions.is_dir():
+        print(f"error: no solutions/ in {files.root}; run in the course's top folder or name "
+              "it with --root")
+        return 2
+    names = args.assignments or release.assignments(files.solutions)
+    target = args.to or files.notebooks
     if args.check and (args.to or args.quick_checks != "practice"):
         print("error: --check compares the committed practice release in notebooks/; it takes "
               "neither --to nor --quick-checks assessed")
         return 2
-    if args.quick_checks == "assessed" and target.resolve() == (release.REPO / "notebooks"
-                                                                ).resolve():
+    if args.quick_checks == "assessed" and target.resolve() == files.notebooks:
         print("error: notebooks/ is the committed practice release; write an assessed release "
               "elsewhere with --to DIR")
         return 2
     stale = []
     for assignment in names:
         if args.check:
-            drifted = release.drift(assignment)
+            drifted = release.drift(assignment, files.solutions, files.notebooks, files.keys)
             stale += [f"{assignment}/{name}" for name in drifted]
         else:
-            for path in release.write_release(assignment, target, args.quick_checks,
-                                              args.keys):
+            for path in release.write_release(assignment, files.solutions, target, files.keys,
+                                              args.quick_checks):
                 release.strip_outputs(path)
                 print(f"wrote {path}")
             print(f"{assignment}: quick checks in {args.quick_checks} mode")

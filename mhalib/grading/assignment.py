@@ -36,7 +36,7 @@ class NotebookModel:
     exercises: list[str] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)
     grade_cells: list[GradeCell] = field(default_factory=list)
-    # sources of the cells run once per class (mhalib.grading.class_cache)
+    # sources of the cells run once per class (mhalib.grading.cached_cells)
     class_cache: list[str] = field(default_factory=list)
 
     @property
@@ -115,7 +115,7 @@ def load_notebook_model(assignment: str, path: Path) -> NotebookModel:
     import nbformat
 
     from mhalib.checks import exercises_of
-    from mhalib.grading.class_cache import cell_source, is_cacheable
+    from mhalib.grading.cached_cells import cell_source, is_cacheable
 
     source = nbformat.reads(Path(path).read_text(encoding="utf-8"), as_version=4)
     exercises = exercises_of(assignment)

@@ -1,18 +1,20 @@
 """The class run: before a class is graded, the release notebook with the instructor's answers
 runs once in the sandbox and exports the cells marked for the class cache
-(:mod:`mhalib.grading.class_cache`), so each learner's unchanged copy of them can be replayed
-instead of re-run (lesson 08's training: about 30 s of CPU per notebook otherwise)."""
+(:mod:`mhalib.grading.cached_cells`, :mod:`mhalib.grading.sandbox.class_cache`), so each
+learner's unchanged copy of them can be replayed instead of re-run (lesson 08's training: about
+30 s of CPU per notebook otherwise)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
 
+from mhalib.grading.answered_notebook import answer_sources, submission
 from mhalib.grading.assignment import NotebookModel
-from mhalib.grading.class_cache import cache_key, cell_source, is_cacheable, memo_paths
-from mhalib.grading.demo_class import answer_sources, submission
-from mhalib.grading.limits import Limits
+from mhalib.grading.cached_cells import cell_source, is_cacheable, memo_paths
 from mhalib.grading.plan import build_plan, sandbox_plan
+from mhalib.grading.sandbox.class_cache import cache_key
+from mhalib.grading.sandbox.limits import Limits
 
 # the instructor's cells get room even when a class is graded with tight limits
 CLASS_RUN_SECONDS = 900.0
@@ -44,12 +46,12 @@ def run_class_cache(model: NotebookModel, mode: str, limits: Limits,
     plan = class_run_plan(model, limits)
     if plan is None:
         return {}
-    from mhalib.grading.sandbox import SandboxError
+    from mhalib.grading.sandbox_host import SandboxError
     from mhalib.grading.unit import worker_sandbox
 
     started = time.monotonic()
     try:
-        reply = worker_sandbox(mode).run(plan)
+        reply = worker_sandbox(mode, model.assignment).run(plan)
     except (SandboxError, OSError, ValueError) as error:
         reply = {"error": str(error)[:300]}
     exported = {f"{key}.json": text.encode("utf-8")

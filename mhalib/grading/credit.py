@@ -13,13 +13,17 @@
 - nothing judged (no record, missing function, tampering, errors on every case): 0, and the
   diagnosis already says why.
 
+Then each hint the notebook recorded for the exercise (an assessed release, :mod:`mhalib.hints`)
+costs the rubric's ``hint_cost`` share of its points, never below 0 (by default hints are free).
+
 Points shown to people go through :func:`format_points` (2.18, not 2.1818); stored points are
 exact.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from mhalib.checks.verdict import Verdict
 from mhalib.grading.rubric import Rubric
@@ -92,3 +96,20 @@ def exercise_credit(verdict: Verdict, rubric: Rubric) -> Credit:
     share = min(cap, verdict.general_passed / general)
     return Credit(share, f"for {what}: {verdict.general_passed} of {general} general cases "
                          f"passed, capped at {cap:.0%} by {rubric.origin}")
+
+
+def _share_text(share: float) -> str:
+    """A share as the rubric would write it: "1/20", else a rounded decimal."""
+    fraction = Fraction(share).limit_denominator(100)
+    return str(fraction) if abs(float(fraction) - share) < 1e-9 else f"{share:.3g}"
+
+
+def with_hint_cost(credit: Credit, exercise: str, hints: int, rubric: Rubric) -> Credit:
+    """``credit`` less the rubric's cost of the ``hints`` hints taken (never below 0)."""
+    cost = rubric.cost_per_hint(exercise)
+    if hints <= 0 or cost <= 0 or credit.share <= 0:
+        return credit
+    taken = f"{hints} hint{'s' if hints != 1 else ''} taken"
+    why = f"less {taken} at {_share_text(cost)} of the points each, as {rubric.origin} sets"
+    return replace(credit, share=max(0.0, credit.share - hints * cost),
+                   basis=f"{credit.basis}; {why}" if credit.basis else why)

@@ -2,7 +2,8 @@
 
 Scores come from the gradebook (so a hand-entered score counts, as in ``nbgrader export``);
 flags come from the grader's results, so a notebook that could not be graded shows its reason
-(``invalid_notebook``, ``timeout``...) next to its 0 instead of a bare 0.
+(``invalid_notebook``, ``timeout``...) next to its 0 instead of a bare 0. ``hints`` is the number
+of hints an exercise's row took (recorded in an assessed release), and their sum on the total.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from mhalib.grading.gradebook import final_scores
 from mhalib.grading.records import GradingResult
 
 COLUMNS = ["student", "assignment", "notebook", "exercise", "kind", "score", "max_score",
-           "flags", "needs_review", "diagnosis"]
+           "flags", "needs_review", "diagnosis", "hints"]
 
 
 def load_results(results_dir: Path, assignment: str) -> list[GradingResult]:
@@ -54,7 +55,7 @@ def assignment_rows(results: list[GradingResult], models: dict[str, NotebookMode
         notebook_flags = result.issue_flags()
         base = {"student": result.student, "assignment": result.assignment,
                 "notebook": model.notebook}
-        total, total_max, all_flags = 0.0, 0.0, list(notebook_flags)
+        total, total_max, all_flags, hints = 0.0, 0.0, list(notebook_flags), 0
         for item, verdict in result.verdicts.items():
             cells = [g for g in model.grade_cells if g.item == item]
             got = [scores.get(g.grade_id, {}).get("score") for g in cells]
@@ -64,11 +65,13 @@ def assignment_rows(results: list[GradingResult], models: dict[str, NotebookMode
             all_flags += flags
             total += score
             total_max += verdict.max_points
+            hints += verdict.hints
             diagnosis = verdict.explanation(limit=300)
             rows.append({**base, "exercise": item, "kind": verdict.kind, "score": _fmt(score),
                          "max_score": _fmt(verdict.max_points), "flags": " ".join(flags),
                          "needs_review": "yes" if review else "no",
-                         "diagnosis": diagnosis})
+                         "diagnosis": diagnosis,
+                         "hints": verdict.hints if verdict.kind == "exercise" else ""})
         for cell in model.grade_cells:
             if cell.item is not None:
                 continue
@@ -78,12 +81,12 @@ def assignment_rows(results: list[GradingResult], models: dict[str, NotebookMode
             rows.append({**base, "exercise": cell.grade_id, "kind": "manual",
                          "score": _fmt(score), "max_score": _fmt(cell.points),
                          "flags": "" if score is not None else "manual_pending",
-                         "needs_review": "no", "diagnosis": ""})
+                         "needs_review": "no", "diagnosis": "", "hints": ""})
         rows.append({**base, "exercise": "(total)", "kind": "total", "score": _fmt(total),
                      "max_score": _fmt(total_max),
                      "flags": " ".join(problem_flags(all_flags)),
                      "needs_review": "yes" if needs_review(all_flags) else "no",
-                     "diagnosis": ""})
+                     "diagnosis": "", "hints": hints})
     return rows
 
 

@@ -1,9 +1,10 @@
 """Feedback for a learner as one self-contained HTML page per notebook.
 
 It says, per exercise and quick check, the points, whether it passed and the checker's
-diagnosis, plus everything the grader noticed about the notebook. It is built only from the
-verdicts, the issues and the gradebook's scores: it never contains test cells (visible or
-hidden), the answer key, or any source code, and every string is HTML-escaped.
+diagnosis (and the hints taken, where the notebook recorded them), plus everything the grader
+noticed about the notebook. It is built only from the verdicts, the issues and the gradebook's
+scores: it never contains test cells (visible or hidden), the answer key, or any source code,
+and every string is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def render_feedback(result: GradingResult, model: NotebookModel,
         if details or notes:
             extra = f"<details><summary>details</summary><ul>{notes}{details}</ul></details>"
         credit = f"<p><i>{_e(verdict.credit)}</i></p>" if verdict.credit and not by_hand else ""
+        if verdict.hints:
+            credit += f'<p class="hints">Hints taken: {int(verdict.hints)}.</p>'
         rows.append(
             f"<tr><td><code>{_e(item)}</code></td>"
             f"<td>{_e(_points(points))} / {_e(_points(verdict.max_points))}"

@@ -9,7 +9,10 @@ result as if ``nbgrader autograde`` had produced it. Only ``auto_score``, ``auto
 from __future__ import annotations
 
 import copy
+import os
 import sqlite3
+import sys
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,16 +22,34 @@ from mhalib.grading.records import GradingResult
 
 
 def open_gradebook(db_url: str):
-    """nbgrader's ``Gradebook`` (it runs ``alembic`` from PATH: put this Python's bin/ first)."""
-    import os
-    import sys
+    """nbgrader's ``Gradebook``.
 
+    Creating a new one runs ``alembic`` from PATH, so while nbgrader opens it this Python's
+    scripts folder (the virtual environment's bin/, which need not be activated) comes first
+    on PATH; afterwards PATH is what it was.
+    """
     from nbgrader.api import Gradebook
 
+    with _scripts_first_on_path():
+        return Gradebook(db_url)
+
+
+@contextmanager
+def _scripts_first_on_path():
+    """PATH with this interpreter's folder first, for the duration of the ``with`` block."""
     tools = os.path.dirname(sys.executable)
-    if tools not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([tools, os.environ.get("PATH", "")])
-    return Gradebook(db_url)
+    before = os.environ.get("PATH")
+    if tools in (before or "").split(os.pathsep):
+        yield
+        return
+    os.environ["PATH"] = os.pathsep.join([tools, before or ""])
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PATH"]
+        else:
+            os.environ["PATH"] = before
 
 
 def db_path(db_url: str) -> Path | None:

@@ -12,8 +12,7 @@ import copy
 
 from mhalib.grading.assignment import NotebookModel, nbgrader_meta
 from mhalib.grading.credit import format_points
-from mhalib.grading.plan import Issue
-from mhalib.grading.records import ItemVerdict
+from mhalib.grading.records import Issue, ItemVerdict
 
 
 def _points(verdict: ItemVerdict) -> str:

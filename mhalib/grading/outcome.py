@@ -12,8 +12,8 @@ import json
 import signal
 from dataclasses import dataclass, field
 
-from mhalib.grading.limits import Limits
-from mhalib.grading.plan import Issue
+from mhalib.grading.records import Issue
+from mhalib.grading.sandbox.limits import Limits
 
 _OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 

@@ -16,21 +16,24 @@ from mhalib.grading.export import export_course
 from mhalib.grading.flags import needs_review
 from mhalib.grading.gradebook import backup, ensure_assignment, integrity_check
 from mhalib.grading.intake import Submission, discover
-from mhalib.grading.limits import Limits
 from mhalib.grading.records import GradingResult, GradingTask
 from mhalib.grading.rubric import Rubric, default_rubric
-from mhalib.grading.sandbox import choose_mode
+from mhalib.grading.sandbox.limits import Limits
+from mhalib.grading.sandbox_host import choose_mode
 from mhalib.grading.writer import CourseLayout, ResultWriter
 
 
 @dataclass
 class GradingRun:
-    """What one ``mhalib grade`` call asks for."""
+    """What one ``mhalib grade`` call asks for: ``source`` (the instructor master), ``course``
+    (the folder a class fills) and ``keys`` (the instructor's quick-check keys) are named by
+    the caller (``mhalib grade`` finds them with :mod:`mhalib.classroom.course_folder`)."""
 
     assignment: str
     submitted: Path
-    source: Path = Path("solutions")
-    course: Path = Path("grading/course")
+    source: Path
+    course: Path
+    keys: Path
     db_url: str | None = None
     jobs: int = 1
     scheduler: str | None = None
@@ -42,7 +45,6 @@ class GradingRun:
     class_cache: bool = True  # run marked instructor cells once per class (class_run)
     feedback: bool = True
     progress: bool = True
-    keys: Path | None = None  # the instructor's quick-check keys folder (None: the course's)
 
 
 @dataclass
@@ -78,7 +80,7 @@ def make_tasks(submission: Submission, models: list[NotebookModel], run: Grading
         rubric=run.rubric, sandbox=mode, submission=submission.notebooks.get(model.notebook),
         submission_error=submission.errors.get(model.notebook), files=dict(submission.files),
         timestamp=submission.timestamp, class_cache=(caches or {}).get(model.notebook, {}),
-        quick_check_keys=keys or {})
+        quick_check_keys=keys or {}, fixed_seed=run.seed is not None)
         for model in models]
 
 

@@ -5,14 +5,14 @@ release (edited ones are put back, deleted ones restored where they stood); hidd
 enter the sandbox. Where each exercise's first test cell stands, the plan records the learner's
 function on grader-chosen inputs, as nbgrader would have run the test there. A learner's cell
 whose source is exactly a class-cached instructor cell's is marked for replay
-(:mod:`mhalib.grading.class_cache`). Every deviation becomes an :class:`Issue` the learner and
-the instructor can read.
+(:mod:`mhalib.grading.sandbox.class_cache`). Every deviation becomes an :class:`Issue` the
+learner and the instructor can read.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from mhalib.grading.assignment import (
     NotebookModel,
@@ -21,16 +21,11 @@ from mhalib.grading.assignment import (
     is_test_cell,
     nbgrader_meta,
 )
-from mhalib.grading.class_cache import cache_key
+from mhalib.grading.records import Issue
+from mhalib.grading.sandbox.class_cache import cache_key
 
 _CELL_TYPES = ("code", "markdown", "raw")
 _META_KEYS = ("grade", "solution", "locked", "points", "task")
-
-
-@dataclass
-class Issue:
-    flag: str
-    message: str
 
 
 @dataclass
@@ -41,9 +36,6 @@ class Plan:
     steps: list[dict] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
     runnable: bool = True
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class NotebookUnreadable(ValueError):
@@ -181,6 +173,8 @@ def build_plan(notebook: dict, model: NotebookModel) -> Plan:
         if cell["cell_type"] != "code":
             continue
         steps.append({"kind": "cell", "index": index, "source": cell["source"]})
+        if len(steps) == 1:  # the set-up cell: a physical check runs it again whole
+            steps[0]["setup"] = True
         key = cacheable.pop(cell["source"].strip(), None) if cell["origin"] == "learner" \
             and "nbgrader" not in cell["metadata"] else None
         if key is not None:  # the release's own source: the class run's results may stand in
@@ -200,6 +194,9 @@ def _record_step(items: list[str], kind_of: dict) -> dict:
             "exercises": [i for i in items if kind_of.get(i, "exercise") == "exercise"]}
 
 
-def sandbox_plan(plan: Plan, seed: int, limits: dict) -> dict:
-    """What is sent into the sandbox: steps, seed and limits (no cells, no hidden tests)."""
-    return {"seed": int(seed), "limits": dict(limits), "steps": plan.steps}
+def sandbox_plan(plan: Plan, seed: int | None, limits: dict) -> dict:
+    """What is sent into the sandbox: steps, limits and, for a reproducible run only, the seed
+    the warden derives every exercise's inputs from (no cells, no hidden tests). Without it the
+    warden draws each exercise's inputs when the notebook reaches its test."""
+    return {"seed": None if seed is None else int(seed), "limits": dict(limits),
+            "steps": plan.steps}

@@ -2,7 +2,7 @@
 instructor's key, the learner's variant.
 
 Runs outside the learner's kernel (``mhalib grade``'s own process, or nbgrader's preprocessors
-in :mod:`mhalib.grading.nbgrader_quick_checks`). The verdict's message reveals the expected
+in :mod:`mhalib.classroom.nbgrader_quick_checks`). The verdict's message reveals the expected
 answer and the explanations, for the returned feedback; it names the answer as recorded.
 """
 
@@ -74,4 +74,6 @@ def judge_recorded(question_id: str, recorded: Recorded | None, student: str | N
     verdict = ItemVerdict("quick_check", question_id, bool(feedback.correct),
                           1.0 if feedback.correct else 0.0, message)
     verdict.flags = flags
+    option = question.index_of(recorded.answer) if isinstance(question, MultipleChoice) else None
+    verdict.response = {"answer": recorded.answer, "option": option, "slip": feedback.slip}
     return verdict

@@ -6,9 +6,10 @@
 - :class:`GradingResult`: one graded notebook (worker -> the single writer); stored as JSON
   under ``<course>/mhalib-results/`` by :meth:`GradingResult.to_json_dict` and read back by
   :meth:`GradingResult.from_json_dict`.
+- :class:`Issue`: something about the notebook as a whole (a flag and its explanation).
 
-Notebook-level flags live on :class:`~mhalib.grading.plan.Issue` objects (``result.issues``);
-item-level flags on ``ItemVerdict.flags``. The two vocabularies do not share a spelling (see
+Notebook-level flags live on :class:`Issue` objects (``result.issues``); item-level flags on
+``ItemVerdict.flags``. The two vocabularies do not share a spelling (see
 :mod:`mhalib.grading.flags`).
 """
 
@@ -17,11 +18,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from mhalib.grading.assignment import NotebookModel
-from mhalib.grading.limits import Limits
-from mhalib.grading.plan import Issue
 from mhalib.grading.rubric import Rubric
+from mhalib.grading.sandbox.limits import Limits
 
 RESULT_FORMAT = "mhalib-grading-result/1"
+MAX_RESPONSE_CHARS = 3000  # of an exercise's answer cell kept in ItemVerdict.response
+
+
+@dataclass
+class Issue:
+    """Something about the notebook as a whole: its ``flag`` (:mod:`mhalib.grading.flags`) and
+    the ``message`` the learner and the instructor read."""
+
+    flag: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,9 @@ class GradingTask:
     timestamp: str | None = None
     class_cache: dict[str, bytes] = field(default_factory=dict)  # from the class run
     quick_check_keys: dict = field(default_factory=dict)  # the instructor's keys (data)
+    # True when the instructor fixed the seed (--seed): the warden then derives every
+    # exercise's inputs from ``seed`` (reproducible); otherwise it draws them at call time
+    fixed_seed: bool = False
 
     @property
     def notebook(self) -> str:
@@ -62,6 +75,12 @@ class ItemVerdict:
 
     ``diagnosis`` is the checker's finding; ``credit`` says how the points follow from it under
     the rubric (empty when there is nothing to add, e.g. all checks passed or nothing graded).
+    ``response`` is what the learner answered, kept for class reports
+    (:mod:`mhalib.classroom.report`): for an exercise ``{"answer": <answer cell source, cut at
+    MAX_RESPONSE_CHARS>, "blank": <the cell is the release's stub>}``; for a quick check
+    ``{"answer": <recorded answer>, "option": <canonical option index or None>, "slip": <the
+    key's known slip matched, or None>}``; empty when nothing was read. ``hints`` is how many
+    of the exercise's hints the notebook recorded as taken.
     """
 
     kind: str
@@ -74,6 +93,8 @@ class ItemVerdict:
     credit: str = ""
     max_points: float = 0.0
     points: float = 0.0
+    hints: int = 0
+    response: dict = field(default_factory=dict)
 
     def explanation(self, limit: int = 4000) -> str:
         """The diagnosis (cut at ``limit``) and, after a dash, the credit note."""

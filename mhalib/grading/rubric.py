@@ -5,9 +5,11 @@ The course ships a default (:mod:`mhalib.grading.default_rubric`); an instructor
 (``mhalib grade --rubric FILE``, format in grading/README.md) changes it where it says::
 
     unnamed_cap = 0            # every exercise: cap on credit for a wrong answer with no name
+    hint_cost = "1/20"         # every exercise: share of its points each hint taken costs
 
     [attention]
     unnamed_cap = 0.5          # this exercise only
+    hint_cost = 0              # this exercise only
     [attention.mistakes]
     no_scale = "1/2"           # share of the exercise's points: a number 0..1 or "a/b"
     softmax_over_queries = 0
@@ -32,23 +34,27 @@ class RubricError(ValueError):
 
 @dataclass(frozen=True)
 class ExerciseRubric:
-    """Shares of one exercise's points: per named mistake, and the cap for unnamed answers
-    (None: the rubric-wide cap)."""
+    """Shares of one exercise's points: per named mistake, the cap for unnamed answers and the
+    cost of each hint taken (None: the rubric-wide value)."""
 
     mistakes: Mapping[str, float] = field(default_factory=dict)
     unnamed_cap: float | None = None
+    hint_cost: float | None = None
 
 
 @dataclass(frozen=True)
 class Rubric:
     """Shares (0..1 of an exercise's points) the grader gives for wrong answers.
 
-    ``origin`` names the rubric in feedback ("as the course rubric sets").
+    ``origin`` names the rubric in feedback ("as the course rubric sets"). ``hint_cost`` is the
+    share of an exercise's points each hint taken in an assessed release costs (None: 0, hints
+    are free; see :mod:`mhalib.hints`).
     """
 
     exercises: Mapping[str, ExerciseRubric] = field(default_factory=dict)
     unnamed_cap: float | None = None  # every exercise that sets none (None: 0)
     origin: str = DEFAULT_ORIGIN
+    hint_cost: float | None = None  # every exercise that sets none (None: 0)
 
     def mistake_share(self, exercise: str, mistake: str) -> float:
         """Share for a diagnosed ``mistake`` (0 when the rubric does not list it)."""
@@ -62,6 +68,13 @@ class Rubric:
             return entry.unnamed_cap
         return self.unnamed_cap or 0.0
 
+    def cost_per_hint(self, exercise: str) -> float:
+        """Share of ``exercise``'s points that each hint taken costs (0: hints are free)."""
+        entry = self.exercises.get(exercise)
+        if entry is not None and entry.hint_cost is not None:
+            return entry.hint_cost
+        return self.hint_cost or 0.0
+
     def overlaid(self, other: Rubric) -> Rubric:
         """This rubric with every entry ``other`` sets replaced by ``other``'s."""
         exercises = dict(self.exercises)
@@ -69,9 +82,11 @@ class Rubric:
             base = exercises.get(name, ExerciseRubric())
             exercises[name] = ExerciseRubric(
                 {**base.mistakes, **entry.mistakes},
-                entry.unnamed_cap if entry.unnamed_cap is not None else base.unnamed_cap)
+                entry.unnamed_cap if entry.unnamed_cap is not None else base.unnamed_cap,
+                entry.hint_cost if entry.hint_cost is not None else base.hint_cost)
         cap = other.unnamed_cap if other.unnamed_cap is not None else self.unnamed_cap
-        return Rubric(exercises, cap, other.origin)
+        cost = other.hint_cost if other.hint_cost is not None else self.hint_cost
+        return Rubric(exercises, cap, other.origin, cost)
 
 
 def parse_share(value, where: str) -> float:
@@ -103,12 +118,12 @@ def _mistake_names(exercise: str, where: str) -> set[str]:
 
 def _exercise_entry(exercise: str, table, where: str, check: bool) -> ExerciseRubric:
     if not isinstance(table, Mapping):
-        raise RubricError(f"{where}: [{exercise}] must be a table with 'mistakes' and/or "
-                          f"'unnamed_cap', not {type(table).__name__}")
-    unknown = set(table) - {"mistakes", "unnamed_cap"}
+        raise RubricError(f"{where}: [{exercise}] must be a table with 'mistakes', "
+                          f"'unnamed_cap' and/or 'hint_cost', not {type(table).__name__}")
+    unknown = set(table) - {"mistakes", "unnamed_cap", "hint_cost"}
     if unknown:
         raise RubricError(f"{where}: [{exercise}] has unknown key(s) {sorted(unknown)}; "
-                          "allowed: 'mistakes', 'unnamed_cap'")
+                          "allowed: 'mistakes', 'unnamed_cap', 'hint_cost'")
     mistakes = table.get("mistakes", {})
     if not isinstance(mistakes, Mapping):
         raise RubricError(f"{where}: [{exercise}.mistakes] must be a table of "
@@ -120,9 +135,11 @@ def _exercise_entry(exercise: str, table, where: str, check: bool) -> ExerciseRu
                               f"mistakes: {', '.join(sorted(known)) or '(none)'}")
     shares = {name: parse_share(value, f"{where}: {exercise}.mistakes.{name}")
               for name, value in mistakes.items()}
-    cap = table.get("unnamed_cap")
+    cap, cost = table.get("unnamed_cap"), table.get("hint_cost")
     return ExerciseRubric(shares, None if cap is None else
-                          parse_share(cap, f"{where}: {exercise}.unnamed_cap"))
+                          parse_share(cap, f"{where}: {exercise}.unnamed_cap"),
+                          None if cost is None else
+                          parse_share(cost, f"{where}: {exercise}.hint_cost"))
 
 
 def rubric_from_table(table: Mapping, origin: str, where: str, check: bool = True) -> Rubric:
@@ -130,11 +147,12 @@ def rubric_from_table(table: Mapping, origin: str, where: str, check: bool = Tru
     in errors; ``check`` validates exercise and mistake names against the checkers."""
     if not isinstance(table, Mapping):
         raise RubricError(f"{where}: a rubric is a table, not {type(table).__name__}")
-    cap = table.get("unnamed_cap")
+    cap, cost = table.get("unnamed_cap"), table.get("hint_cost")
     cap = None if cap is None else parse_share(cap, f"{where}: unnamed_cap")
+    cost = None if cost is None else parse_share(cost, f"{where}: hint_cost")
     exercises = {name: _exercise_entry(name, entry, where, check)
-                 for name, entry in table.items() if name != "unnamed_cap"}
-    return Rubric(exercises, cap, origin)
+                 for name, entry in table.items() if name not in ("unnamed_cap", "hint_cost")}
+    return Rubric(exercises, cap, origin, cost)
 
 
 def _read_toml(path: Path) -> dict:
@@ -166,7 +184,8 @@ def load_rubric(path: Path | str | None = None) -> Rubric:
     """The default rubric, changed by the instructor's TOML file at ``path`` if given.
 
     The file's entries replace the default's one by one (a mistake the file does not name keeps
-    the default's share); a top-level ``unnamed_cap`` applies to every exercise that sets none.
+    the default's share); a top-level ``unnamed_cap`` or ``hint_cost`` applies to every exercise
+    that sets none.
     """
     base = default_rubric()
     if path is None:

@@ -1,12 +1,11 @@
-"""A copy of the mhalib package without the answer key, for the sandbox's import path.
+"""A copy of the mhalib package without any answer, for the sandbox's import path.
 
 Inside the sandbox ``mhalib.checks`` must import (test cells call ``check``; the grader's
-recording step calls ``record_exercises``), but the answer key must be out of reach:
-
-* ``mhalib.reference`` is replaced by a package whose import raises an ImportError saying why;
-* answer-key functions that live elsewhere (``mhalib.accounting.flops.mha_flops``...) keep
-  their name, signature and docstring, but their body is replaced by a ``raise``, so the
-  modules around them (and the lessons that import those modules) still import.
+recording step calls ``record_exercises``), but nothing that computes an answer may be
+reachable: ``mhalib.reference`` is replaced by a package whose import raises an ImportError
+saying why, and the rest is rewritten by the rules of :mod:`mhalib.grading.stubbing` (function
+bodies replaced by a ``raise``; names, signatures and docstrings kept, so the lessons' set-up
+cells still import what they name).
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from __future__ import annotations
 import ast
 import shutil
 from pathlib import Path
+
+from mhalib.grading import stubbing
 
 _STUB = '''"""Not available while grading."""
 
@@ -34,37 +35,17 @@ def answer_key_functions() -> dict[str, set[str]]:
     return found
 
 
-def without_function_bodies(source: str, names: set[str], module: str) -> str:
-    """``source`` with the bodies of top-level functions ``names`` replaced by a raise."""
-    tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-            message = (f"{module}.{node.name} is the course's answer key and is not available "
-                       "while grading; write the computation yourself.")
-            keep = node.body[:1] if ast.get_docstring(node) is not None else []
-            node.body = keep + [ast.Raise(exc=ast.Call(
-                func=ast.Name("NotImplementedError", ast.Load()),
-                args=[ast.Constant(message)], keywords=[]), cause=None)]
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+def write_answer_free_copy(destination: Path, assignment: str | None = None) -> Path:
+    """Copy the installed mhalib into ``destination/mhalib`` minus every answer.
 
-
-def _relative_file(package_root: Path, module: str) -> Path | None:
-    parts = module.split(".")[1:]
-    if not parts:
-        return None
-    as_package = package_root.joinpath(*parts, "__init__.py")
-    if as_package.is_file():
-        return as_package.parent.relative_to(package_root)
-    as_module = package_root.joinpath(*parts[:-1], parts[-1] + ".py")
-    return as_module.relative_to(package_root) if as_module.is_file() else None
-
-
-def write_answer_free_copy(destination: Path) -> Path:
-    """Copy the installed mhalib into ``destination/mhalib`` minus the answer key.
-
-    Returns ``destination`` (the folder to put on the sandbox's ``PYTHONPATH``).
+    ``mhalib.reference`` (the answer key) is replaced by a package that refuses to import; the
+    rest follows :mod:`mhalib.grading.stubbing`: computing packages keep their modules but
+    not their function bodies, the checkers keep their probe half only, and any function named
+    like an exercise of ``assignment`` (every assignment's when None) is removed wherever it
+    is. Returns ``destination`` (the folder to put on the sandbox's ``PYTHONPATH``).
     """
     import mhalib
+    from mhalib import course
 
     source = Path(mhalib.__file__).resolve().parent
     target = Path(destination) / "mhalib"
@@ -78,12 +59,46 @@ def write_answer_free_copy(destination: Path) -> Path:
         reference.mkdir()
         (reference / "__init__.py").write_text(_STUB.format(module="mhalib.reference"),
                                                encoding="utf-8")
-    for module, names in answer_key_functions().items():
-        if module == "mhalib.reference" or module.startswith("mhalib.reference."):
-            continue
-        relative = _relative_file(source, module)
-        copied = target / relative if relative is not None else None
-        if copied is not None and copied.is_file():
-            copied.write_text(without_function_bodies(copied.read_text(encoding="utf-8"), names,
-                                                      module), encoding="utf-8")
+    graded = set(course.lesson(assignment).exercises if assignment else course.exercise_names())
+    files = {path.relative_to(target).as_posix(): path for path in sorted(target.rglob("*.py"))
+             if path.relative_to(target).parts[0] != "reference"}
+    kept = _probe_half(files)
+    for relative, path in files.items():
+        module = _module_name(relative)
+        text = path.read_text(encoding="utf-8")
+        if stubbing.is_computing(relative, assignment):
+            text = stubbing.stub_everything(text, module)
+        elif module in kept:
+            text = stubbing.stub_unreached(text, module, kept[module])
+        text = stubbing.stub_names(text, module, graded)
+        path.write_text(text, encoding="utf-8")
     return Path(destination)
+
+
+def _module_name(relative: str) -> str:
+    parts = relative[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["mhalib", *parts])
+
+
+def _probe_half(files: dict[str, Path]) -> dict[str, set[str]]:
+    """Per judge-side checker module, the functions and methods the probe reaches: from the
+    names other (kept) modules import from it, the probe methods of its classes and what its
+    import runs."""
+    trees, imports, roots = {}, {}, {}
+    for relative, path in files.items():
+        if not stubbing.is_judge_side(relative):
+            continue
+        module = _module_name(relative)
+        trees[module] = ast.parse(path.read_text(encoding="utf-8"))
+        imports[module] = stubbing.imported_from(trees[module], "mhalib.checks")
+        roots[module] = set(stubbing.PROBE_FUNCTIONS)
+    for relative, path in files.items():
+        if stubbing.is_judge_side(relative) or stubbing.is_computing(relative):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for name, origin in stubbing.imported_from(tree, "mhalib.checks").items():
+            if origin in roots:
+                roots[origin].add(name)
+    return stubbing.reachable_names(trees, imports, roots)

@@ -18,7 +18,6 @@ from mhalib.grading.assignment import NotebookModel, nbgrader_meta
 from mhalib.grading.graded_notebook import build_graded_notebook
 from mhalib.grading.outcome import Outcome, read_outcome
 from mhalib.grading.plan import (
-    Issue,
     NotebookUnreadable,
     Plan,
     build_plan,
@@ -26,12 +25,21 @@ from mhalib.grading.plan import (
     release_cell_copy,
     sandbox_plan,
 )
-from mhalib.grading.records import GradingResult, GradingTask, ItemVerdict, RunStats
-from mhalib.grading.sandbox import Sandbox, SandboxError, choose_mode
-from mhalib.grading.scorer import grade_cell_scores, score_notebook
+from mhalib.grading.records import (
+    MAX_RESPONSE_CHARS,
+    GradingResult,
+    GradingTask,
+    Issue,
+    ItemVerdict,
+    RunStats,
+)
+from mhalib.grading.sandbox.limits import Limits
+from mhalib.grading.sandbox_host import Sandbox, SandboxError, choose_mode
+from mhalib.grading.scorer import grade_cell_scores, score_notebook, seals_by_exercise
+from mhalib.hints.record import hints_taken
 from mhalib.quiz.record import recorded_answers
 
-_SANDBOXES: dict[str, Sandbox] = {}
+_SANDBOXES: dict[tuple[str, str | None], Sandbox] = {}
 _RESOLVED: dict[str, str] = {}
 
 
@@ -45,15 +53,16 @@ def resolve_mode(requested: str) -> str:
     return _RESOLVED[requested]
 
 
-def worker_sandbox(mode: str) -> Sandbox:
-    """This process's warm sandbox (started on first use, restarted after a crash)."""
-    sandbox = _SANDBOXES.get(mode)
+def worker_sandbox(mode: str, assignment: str | None = None) -> Sandbox:
+    """This process's warm sandbox for ``assignment`` (started on first use, restarted after a
+    crash): its copy of mhalib holds nothing that computes that assignment's answers."""
+    sandbox = _SANDBOXES.get((mode, assignment))
     if sandbox is None:
         if not _SANDBOXES:
             import atexit
 
             atexit.register(close_sandboxes)
-        sandbox = _SANDBOXES[mode] = Sandbox(mode)
+        sandbox = _SANDBOXES[(mode, assignment)] = Sandbox(mode, assignment)
     if not sandbox.running:
         sandbox.start()
     return sandbox
@@ -97,16 +106,24 @@ def _plan_for(task: GradingTask) -> tuple[Plan, dict]:
 def _run(task: GradingTask, plan: Plan) -> dict:
     """The sandbox's reply (untrusted JSON data) for ``plan``."""
     try:
-        sandbox = worker_sandbox(task.sandbox)
+        sandbox = worker_sandbox(task.sandbox, task.assignment)
         files = {path: base64.b64encode(data).decode("ascii")
                  for path, data in task.files.items()}  # the zygote's JSON wire format
         cache = {name: base64.b64encode(data).decode("ascii")
                  for name, data in task.class_cache.items()}
-        reply = sandbox.run(sandbox_plan(plan, task.seed, task.limits.to_dict()), files, cache)
+        reply = sandbox.run(sandbox_plan(plan, task.seed if task.fixed_seed else None,
+                                           task.limits.to_dict()), files, cache)
         reply["isolation"] = sandbox.info.get("isolation")
         return reply
     except (SandboxError, OSError, ValueError) as error:
         return {"error": str(error)[:500], "steps": ""}
+
+
+def _records(reply: dict, limits: Limits) -> dict[str, str | None]:
+    """Seal name -> its text in the sandbox's (untrusted) reply; None for a seal that is no text
+    or is larger than ``limits.record_bytes`` (the sandbox already cut it there)."""
+    return {str(name): text if isinstance(text, str) and len(text) <= limits.record_bytes
+            else None for name, text in (reply.get("records") or {}).items()}
 
 
 def _not_reached(model: NotebookModel, outcome: Outcome, plan: Plan) -> dict[str, str]:
@@ -133,6 +150,19 @@ def _explain_missing(verdicts: dict[str, ItemVerdict], plan: Plan, outcome: Outc
                                   f"{errors[0]['evalue'][:200]}")
 
 
+def _keep_answers(verdicts: dict[str, ItemVerdict], plan: Plan, model: NotebookModel) -> None:
+    """Each exercise's answer cell as submitted, and whether it is still the release's stub
+    (``ItemVerdict.response``, read by class reports; nothing when the notebook was unreadable)."""
+    stubs = {nbgrader_meta(c).get("grade_id"): c.get("source", "")
+             for c in model.release.get("cells", [])}
+    for cell in plan.cells:
+        verdict = verdicts.get(nbgrader_meta(cell).get("grade_id"))
+        if verdict is not None and verdict.kind == "exercise" and cell.get("origin") == "learner":
+            source = str(cell.get("source", ""))
+            verdict.response = {"answer": source[:MAX_RESPONSE_CHARS], "blank": source.strip()
+                                == str(stubs.get(verdict.item, "")).strip()}
+
+
 def grade_unit(task: GradingTask) -> GradingResult:
     """Grade one student's notebook; see the module docstring."""
     started = time.monotonic()
@@ -145,12 +175,13 @@ def grade_unit(task: GradingTask) -> GradingResult:
         outcome = read_outcome(reply, plan.steps, task.limits)
     else:
         outcome = Outcome()
-    records = {k: v for k, v in (reply.get("records") or {}).items() if k in model.exercises}
+    records = seals_by_exercise(_records(reply, task.limits), model.exercises)
     answers = recorded_answers(submitted, model.questions)  # read here, never in the sandbox
-    verdicts = score_notebook(model, records, answers, task.seed,
-                              _not_reached(model, outcome, plan), task.rubric, task.student,
-                              task.quick_check_keys)
+    hints = hints_taken(submitted, model.exercises)  # hint use, from the submission too
+    verdicts = score_notebook(model, records, answers, _not_reached(model, outcome, plan),
+                              task.rubric, task.student, task.quick_check_keys, hints)
     _explain_missing(verdicts, plan, outcome)
+    _keep_answers(verdicts, plan, model)
     issues = [*plan.issues, *outcome.issues]
     if task.sandbox == "none":
         issues.append(Issue("no_sandbox", "graded without bubblewrap: learner code was not "
@@ -180,7 +211,7 @@ def grader_error_result(task: GradingTask, error: BaseException) -> GradingResul
     """A result that gives 0 everywhere and says the grader failed (flag ``grader_error``)."""
     model = task.model
     message = f"the grader failed on this notebook ({type(error).__name__}: {error})"[:500]
-    verdicts = score_notebook(model, {}, {}, task.seed,
+    verdicts = score_notebook(model, {}, {},
                               {i: message for i in model.exercises}, task.rubric)
     for question in model.questions:
         verdicts[question] = ItemVerdict.failure("quick_check", question,

@@ -34,7 +34,6 @@ from mhalib.kernels.tiled import check_qkv
 from mhalib.kernels.triton_config import INTERPRETER_CONFIG, SUPPORTED_HEAD_DIMS, launch_config
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-LOG2_E = 1.4426950408889634  # exp(x) == exp2(x * log2(e))
 
 
 @triton.jit

@@ -142,7 +142,7 @@ class GroupedQueryAttention(nn.Module):
                 f"{name}.dtype={x.dtype} does not match the layer's parameters ({weight.dtype})"
             )
         if x.device != weight.device:
-            raise ValueError(
+            raise TypeError(
                 f"{name}.device={x.device} does not match the layer's parameters ({weight.device})"
             )
 

@@ -22,8 +22,11 @@ LETTERS = "abcdefgh"
 
 @dataclass
 class Feedback:
+    """``slip``: the key's known-slip expression a wrong fill-in matched (None otherwise)."""
+
     correct: bool
     message: str
+    slip: str | None = None
 
 
 def fill(text: str, values: dict) -> str:
@@ -90,10 +93,11 @@ def _judge_fill_in(question: FillIn, key: FillInKey, answer, numbers: dict,
     details = {**numbers, "value": expected} if numbers else {"value": expected}
     if all(_matches(g, w, question.rtol) for g, w in zip(got, wants)):
         return Feedback(True, f"Right. {fill(key.explanation, details)}")
+    matched = None
     for slip, why in (key.mistakes or {}).items():
         slip_values = [evaluate(slip, b) for b in bindings]
         if all(_matches(g, s, question.rtol) for g, s in zip(got, slip_values)):
-            message = f"Not quite. {fill(why, details)}"
+            message, matched = f"Not quite. {fill(why, details)}", slip
             break
     else:
         message = f"Not quite: {_where(bindings[0], numbers)}your blank is " \
@@ -101,7 +105,7 @@ def _judge_fill_in(question: FillIn, key: FillInKey, answer, numbers: dict,
     if reveal:
         message += (f" Expected {key.answer} (= {_short(expected)} here). "
                     f"{fill(key.explanation, details)}")
-    return Feedback(False, message)
+    return Feedback(False, message, matched)
 
 
 def _where(binding: dict, numbers: dict) -> str:

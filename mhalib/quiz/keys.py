@@ -1,7 +1,8 @@
 """Quick-check keys: instructor data that never ships inside the package.
 
-Each lesson's keys are a ``KEYS`` dict in ``grading/quick_checks/lessonNN.py`` (the folder is
-``MHALIB_QUICK_CHECK_KEYS`` when set). Per question id:
+Each lesson's keys are a ``KEYS`` dict in ``lessonNN.py`` of the instructor's keys folder (a
+course checkout's ``grading/quick_checks``; ``--keys`` or ``MHALIB_QUICK_CHECK_KEYS`` name
+another, :mod:`mhalib.classroom.course_folder` finds it). Per question id:
 
 - fill-in: ``{"answer": "<expression over the question's names>", "explanation": ...,
   "hint": ..., "mistakes": {"<wrong expression>": "why it is wrong"},
@@ -12,13 +13,13 @@ Each lesson's keys are a ``KEYS`` dict in ``grading/quick_checks/lessonNN.py`` (
 Explanations of a variant question may use ``{name}`` fields of the learner's numbers and
 ``{value}`` (the right value). A practice release copies the keys of its lesson into
 ``quick_checks.json`` beside the notebook (instant feedback); an assessed release writes only
-the mode there, and the keys stay on the instructor's side, read by the grader alone.
+the mode there, and the keys stay on the instructor's side, read by the grader alone. This
+module reads both; :mod:`mhalib.classroom.release` writes the release file.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import runpy
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from mhalib import course
 
 RELEASE_FILE = "quick_checks.json"
 MODES = ("practice", "assessed")
+KEYS_VARIABLE = "MHALIB_QUICK_CHECK_KEYS"  # the instructor's keys folder, when set
 
 
 class BadKeys(ValueError):
@@ -77,38 +79,18 @@ def parse_key(question, data) -> FillInKey | ChoiceKey:
     raise TypeError(f"question must be a FillIn or MultipleChoice, got {type(question).__name__}")
 
 
-def instructor_dir() -> Path:
-    """Where the instructor's key files are: ``MHALIB_QUICK_CHECK_KEYS``, else the course's
-    ``grading/quick_checks``."""
-    chosen = os.environ.get("MHALIB_QUICK_CHECK_KEYS")
-    if chosen:
-        return Path(chosen)
-    from mhalib.release import REPO
-
-    return REPO / "grading" / "quick_checks"
-
-
-def instructor_keys(assignment: str, folder: Path | None = None) -> dict[str, dict]:
-    """The raw ``KEYS`` of one lesson from the instructor's folder."""
+def instructor_keys(assignment: str, folder: Path) -> dict[str, dict]:
+    """The raw ``KEYS`` of one lesson from the instructor's keys ``folder``."""
     lesson = course.lesson(assignment)
-    path = Path(folder or instructor_dir()) / lesson.quick_check_keys
+    path = Path(folder) / lesson.quick_check_keys
     if not path.is_file():
         raise FileNotFoundError(f"no quick-check keys for {assignment}: {path} is missing "
-                                f"(set MHALIB_QUICK_CHECK_KEYS to the folder that holds them)")
+                                f"(name the folder that holds them with --keys or "
+                                f"{KEYS_VARIABLE})")
     keys = runpy.run_path(str(path)).get("KEYS")
     if not isinstance(keys, dict):
         raise BadKeys(f"{path}: defines no KEYS dict")
     return keys
-
-
-def release_data(assignment: str, mode: str, folder: Path | None = None) -> dict:
-    """What ``quick_checks.json`` of a release holds: the mode, and the keys in practice."""
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r} must be one of {MODES}")
-    data = {"assignment": assignment, "mode": mode}
-    if mode == "practice":
-        data["keys"] = instructor_keys(assignment, folder)
-    return data
 
 
 def read_release_file(folder: Path) -> dict | None:

@@ -36,8 +36,8 @@ QUESTIONS = {
         prompt="PyTorch's nn.MultiheadAttention takes its input sequence-first by default: x "
                "has shape (N, B, d_model). In numpy, after y = x.reshape(N, B, H, d_head), "
                "which call gives the (B, H, N, d_head) layout of split_heads?",
-        options=("y.transpose(1, 2, 0, 3)", "y.transpose(0, 2, 1, 3)",
-                 "y.transpose(1, 0, 2, 3)", "x.reshape(B, H, N, d_head)"),
+        options=("y.transpose(0, 2, 1, 3)", "y.transpose(1, 0, 2, 3)",
+                 "x.reshape(B, H, N, d_head)", "y.transpose(1, 2, 0, 3)"),
         transfer=True,
     ),
     "qc_ablate_head": MultipleChoice(
@@ -46,8 +46,8 @@ QUESTIONS = {
                "features, as in this course. Which edit switches off head 3 (counting from 0) "
                "alone, so that it adds nothing to the output and the other heads are "
                "unchanged?",
-        options=("Zero rows 3·d_head to 4·d_head − 1 of W_O",
-                 "Zero columns 3·d_head to 4·d_head − 1 of W_O",
+        options=("Zero columns 3·d_head to 4·d_head − 1 of W_O",
+                 "Zero rows 3·d_head to 4·d_head − 1 of W_O",
                  "Zero columns 3·d_head to 4·d_head − 1 of W_Q",
                  "Zero rows 3, 3 + H, 3 + 2H, … of W_O"),
         transfer=True,
@@ -56,8 +56,8 @@ QUESTIONS = {
         id="qc_head_scale",
         prompt="{model} has d_model = {d_model} and {num_heads} heads of width {head_dim}. A "
                "layer divides every head's scores by sqrt(d_model) instead of sqrt(d_head). "
-               "With independent unit-variance entries in q and k, what is the standard "
-               "deviation of those scores (it should be 1)?",
+               "With independent entries of mean 0 and variance 1 in q and k, what is "
+               "the standard deviation of those scores (it should be 1)?",
         template="std = ____",
         names={"d_model": "the model width", "num_heads": "H",
                "head_dim": "d_head, the width of one head"},

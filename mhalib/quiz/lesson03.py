@@ -39,7 +39,7 @@ QUESTIONS = {
     "qc_unscaled_ratio": FillIn(
         id="qc_unscaled_ratio",
         prompt="A head of width d_k = {d_k} leaves out the division by sqrt(d_k); the entries "
-               "of q and k are independent with unit variance. Two keys' scores differ by "
+               "of q and k are independent, with mean 0 and variance 1. Two keys' scores differ by "
                "{gap} standard deviations of these unscaled scores. How many times the weight "
                "of the lower one does the higher one get?",
         template="ratio = ____",
@@ -64,9 +64,9 @@ QUESTIONS = {
                "query's row of scores over N keys, not all equal. Doubling d_k makes the "
                "spread of the scores √2 times larger: treat it as multiplying every score of "
                "that row by √2. What happens to the row's entropy?",
-        options=("It falls, though it stays above 0",
-                 "It stays the same: only score differences matter",
+        options=("It stays the same: only score differences matter",
                  "It rises, towards log N",
+                 "It falls, though it stays above 0",
                  "It may rise or fall, depending on the row"),
         transfer=True,
     ),
@@ -74,10 +74,10 @@ QUESTIONS = {
         id="qc_split_jacobian",
         prompt="A softmax row over N keys splits its weight evenly between keys i and j and "
                "gives every other key almost 0. What is its Jacobian diag(p) − p pᵀ close to?",
-        options=("[[1/4, −1/4], [−1/4, 1/4]] on keys i, j; 0 elsewhere",
-                 "[[1/2, 0], [0, 1/2]] on keys i, j; 0 elsewhere",
+        options=("[[1/2, 0], [0, 1/2]] on keys i, j; 0 elsewhere",
                  "Almost the zero matrix, as at any saturated row",
-                 "[[−1/4, −1/4], [−1/4, −1/4]] on keys i, j; 0 elsewhere"),
+                 "[[−1/4, −1/4], [−1/4, −1/4]] on keys i, j; 0 elsewhere",
+                 "[[1/4, −1/4], [−1/4, 1/4]] on keys i, j; 0 elsewhere"),
         transfer=True,
     ),
 }

@@ -44,8 +44,8 @@ QUESTIONS = {
                "the padded *queries* of each sequence: whole rows, the same for every head "
                "and every key (masked_attention then gives those rows zeros). A boolean (B, n) "
                "array says which positions are real. What shape should that query mask take?",
-        options=("(B, 1, n, 1)",
-                 "(B, 1, 1, n)",
+        options=("(B, 1, 1, n)",
+                 "(B, 1, n, 1)",
                  "(B, n, 1)",
                  "(B, n): broadcasting adds the missing axes"),
         transfer=True,
@@ -56,10 +56,10 @@ QUESTIONS = {
                "over all keys, multiplies the weights by the mask, then divides each row by "
                "its new sum. In exact arithmetic, for a row with at least one allowed key, how "
                "do the weights compare with masking the scores?",
-        options=("The same weights as masking the scores",
-                 "Different: the masked keys still shift the rest",
+        options=("Different: the masked keys still shift the rest",
                  "Each row sums to less than 1",
-                 "The same only if masked scores are the lowest"),
+                 "The same only if masked scores are the lowest",
+                 "Exactly the weights that masking the scores gives"),
         transfer=True,
     ),
     "qc_window_offset": FillIn(

@@ -12,9 +12,11 @@ from mhalib.accounting.models import MODELS
 from mhalib.quiz.question import FillIn
 
 # widths and published parameter counts of the course's model table; for _TRAINED, the
-# smallest of the GPU counts drawn (x1, x2 or x4)
+# smallest of the GPU counts drawn (x1, x2 or x4). _WIDTHS holds models whose context reaches
+# the 16k tokens drawn (GPT-2 small's is 1,024) and whose query heads are d_model wide in all,
+# so that the N^2 terms are the lesson's 4 N^2 d_model
 _WIDTHS = [(name, MODELS[name].d_model)
-           for name in ("GPT-2 small", "Qwen2 7B", "Llama-3.1 8B", "Llama-3.1 70B")]
+           for name in ("Qwen2 7B", "Llama-3.1 8B", "Llama-3.1 70B", "Llama-3.1 405B")]
 _TRAINED = [(name, MODELS[name].published_params, gpus)
             for name, gpus in (("Llama-3.1 8B", 8), ("Mistral 7B", 8), ("Qwen2 7B", 16),
                                ("Llama-3.1 70B", 64))]

@@ -11,11 +11,12 @@ import numpy as np
 from mhalib.accounting.models import MODELS
 from mhalib.quiz.question import FillIn, MultipleChoice
 
-# (name, layers, query heads, K/V heads, head dim) from the course's model table
+# (name, layers, query heads, K/V heads, head dim) from the course's model table: GQA models
+# whose context reaches the 64k tokens drawn and whose cache grows with every token (not Mistral
+# 7B: its sliding window of 4,096 tokens caps its cache, sliding_window in its config.json)
 _MODELS = [(name, MODELS[name].num_layers, MODELS[name].num_heads, MODELS[name].num_kv_heads,
             MODELS[name].head_dim)
-           for name in ("Llama-3.1 8B", "Llama-3.1 70B", "Llama-3.1 405B", "Mistral 7B",
-                        "Qwen2 7B")]
+           for name in ("Llama-3.1 8B", "Llama-3.1 70B", "Llama-3.1 405B", "Qwen2 7B")]
 _DTYPES = [("fp8", 1), ("bfloat16", 2), ("float16", 2)]
 
 
@@ -43,9 +44,9 @@ QUESTIONS = {
         prompt="Llama-3.1 70B (d_model 8192) has 64 query heads and 8 K/V heads, all of "
                "width 128. Next to an MHA layer with the same 64 heads of 128, which of its "
                "costs is 8 times smaller?",
-        options=("The KV cache and the W_K, W_V weights",
-                 "The FLOPs of the scores and the weighted sum",
+        options=("The FLOPs of the scores and the weighted sum",
                  "All the attention layer's weights",
+                 "The KV cache and the W_K, W_V weights",
                  "The width of each cached key and value"),
     ),
     "qc_kv_cache_gib": FillIn(

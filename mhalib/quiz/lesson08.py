@@ -33,10 +33,10 @@ QUESTIONS = {
         id="qc_period_two",
         prompt="You run induction_score with period = 2, on sequences of the form A B A B "
                "(N = 4). Besides a perfect induction head, which of these heads also scores 1?",
-        options=("A perfect previous-token head",
-                 "A duplicate-token head",
+        options=("A duplicate-token head",
                  "A head that puts all its weight on key 0",
-                 "None: only an induction head can score 1"),
+                 "None: only an induction head can score 1",
+                 "A perfect previous-token head"),
         transfer=True,
     ),
     "qc_induction_key": FillIn(
@@ -57,7 +57,7 @@ QUESTIONS = {
         prompt="An induction head at query i attends to the key j whose previous token equals "
                "token i. In this lesson's model, what puts 'my previous token' into position "
                "j's residual stream?",
-        options=("A head of layer 0 that attends to key j - 1",
+        options=("A head of layer 0 that attends from j to key j - 1",
                  "The position embedding added at position j",
                  "An MLP of layer 0, applied at position j",
                  "The induction head itself, within its own layer"),

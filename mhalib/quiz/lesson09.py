@@ -30,9 +30,9 @@ QUESTIONS = {
                "to t - 1, and a small model has drafted 4 more tokens, which the large model "
                "checks in one forward pass. At which positions are the 4 new queries and keys "
                "rotated?",
-        options=("t to t + 3, one for each new token",
-                 "0 to 3, as in a fresh prompt",
+        options=("0 to 3, as in a fresh prompt",
                  "t for all four, the length of the cache",
+                 "t to t + 3, one for each new token",
                  "t + 1 to t + 4, one past the cache length"),
         transfer=True,
     ),
@@ -62,8 +62,8 @@ QUESTIONS = {
         prompt="A causal attention layer with no position information reads a 10-token "
                "sequence (positions 0 to 9). You swap the tokens at positions 2 and 5. Which "
                "positions are sure to give the same output as before?",
-        options=("All ten, with the outputs at 2 and 5 swapped",
-                 "Positions 0, 1 and 6 to 9",
+        options=("Positions 0, 1 and 6 to 9",
+                 "All ten, with the outputs at 2 and 5 swapped",
                  "Only positions 0 and 1",
                  "Positions 2 and 5, which keep their outputs"),
         transfer=True,

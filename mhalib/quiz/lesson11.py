@@ -12,15 +12,25 @@ from mhalib.accounting.models import MODELS
 from mhalib.accounting.roofline import H100_SXM
 from mhalib.quiz.question import FillIn, MultipleChoice
 
+# one H100 SXM holds 80 GB; the question's model (bf16 weights) and cache must fit in it, so
+# only models of about 8B parameters whose context reaches the 64k tokens drawn (Mistral 7B's
+# sliding window of 4,096 tokens would cap its cache)
+_H100_BYTES = 80e9
+
 
 def _decode_step(rng: np.random.Generator) -> dict:
-    model = MODELS[str(rng.choice(["Llama-3.1 8B", "Llama-3.1 70B", "Llama-3.1 405B",
-                                   "Mistral 7B", "Qwen2 7B"]))]
-    dtype, size = [("bfloat16", 2), ("fp8", 1)][rng.integers(2)]
+    while True:
+        model = MODELS[str(rng.choice(["Llama-3.1 8B", "Qwen2 7B"]))]
+        dtype, size = [("bfloat16", 2), ("fp8", 1)][rng.integers(2)]
+        tokens = int(rng.choice([4096, 8192, 16384, 65536]))
+        batch = int(rng.choice([4, 8, 16, 64]))
+        cache = 2 * model.num_layers * model.num_kv_heads * model.head_dim * tokens * batch * size
+        if 2 * model.published_params + cache <= _H100_BYTES:
+            break
     return {"model": model.name, "layers": model.num_layers, "num_heads": model.num_heads,
-            "kv_heads": model.num_kv_heads, "head_dim": model.head_dim,
-            "tokens": int(rng.choice([4096, 8192, 16384, 65536])),
-            "batch": int(rng.choice([4, 8, 16, 64])), "dtype": dtype, "bytes_per_value": size,
+            "kv_heads": model.num_kv_heads, "head_dim": model.head_dim, "tokens": tokens,
+            "batch": batch, "dtype": dtype, "bytes_per_value": size,
+            "bytes_text": f"{size} byte{'s' if size > 1 else ''}",
             "peak_flops": H100_SXM.peak_flops, "bandwidth": H100_SXM.bandwidth}
 
 
@@ -43,8 +53,9 @@ QUESTIONS = {
         id="qc_decode_read_time",
         prompt="{model} ({layers} layers, {num_heads} query heads and {kv_heads} K/V heads of "
                "{head_dim}) decodes a batch of {batch} sequences, each with {tokens:,} cached "
-               "tokens, its cache stored in {dtype} ({bytes_per_value} bytes per number), on an "
-               "H100 SXM (989 TFLOP/s dense BF16, 3.35 TB/s). At least how many milliseconds "
+               "tokens, its cache stored in {dtype} ({bytes_text} per number), on one H100 SXM "
+               "(80 GB, enough for the bf16 weights and this cache; 989 TFLOP/s dense BF16, "
+               "3.35 TB/s). At least how many milliseconds "
                "does the attention of one decode step take, all layers together? A number with "
                "at least three significant figures, or an expression, will do.",
         template="ms = ____",
@@ -63,8 +74,8 @@ QUESTIONS = {
                "memory: 4.8 TB/s of HBM3e instead of 3.35 TB/s. DeepSeek-V3's absorbed MLA "
                "decode step does about 242 FLOPs per byte of cache it reads. Where does that "
                "step sit on the H200's roofline?",
-        options=("Compute-bound: the ridge drops to about 206",
-                 "Memory-bound: the ridge stays at about 295",
+        options=("Memory-bound: the ridge stays at about 295",
+                 "Compute-bound: the ridge drops to about 206",
                  "Memory-bound: the ridge rises to about 420",
                  "Compute-bound: its intensity rises to about 350"),
         transfer=True,
@@ -85,9 +96,9 @@ QUESTIONS = {
         prompt="A model with 40 query heads of 128 is changed from MHA to GQA with 5 K/V heads "
                "(cache in bf16). At 16k tokens of context on an H100, what happens to the time "
                "of one decode step's attention?",
-        options=("Little change: the step does as many FLOPs as before",
+        options=("It falls about 8x, as the cache it reads does",
+                 "Little change: the step does as many FLOPs as before",
                  "It grows: each K/V head serves 8 heads",
-                 "It falls about 8x, as the cache it reads does",
                  "It falls about 40x: one K/V head per group is read"),
         transfer=True,
     ),

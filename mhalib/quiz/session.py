@@ -2,10 +2,12 @@
 
 The mode comes from the release: ``quick_checks.json`` beside the notebook (the kernel's working
 folder) says ``practice`` (with the lesson's keys) or ``assessed`` (no keys). Without that file
-the checks only record, as in assessed mode; an instructor running the master in ``solutions/``
-gets practice feedback from the instructor's keys. Answers already recorded are taken from this
-kernel's memory, else from the last saved copy of the notebook, so re-running a cell or
-restarting the kernel loses nothing.
+the checks only record, as in assessed mode, except for an instructor running the master: a
+kernel in ``<course>/solutions/<assignment>/`` gets practice feedback from the course's keys
+(``<course>/grading/quick_checks``), and one in any folder named after its assignment from the
+keys folder ``MHALIB_QUICK_CHECK_KEYS`` names (set for the instructor on a class hub). Answers
+already recorded are taken from this kernel's memory, else from the last saved copy of the
+notebook, so re-running a cell or restarting the kernel loses nothing.
 """
 
 from __future__ import annotations
@@ -37,25 +39,29 @@ class QuizSession:
                 return None
             keys = self.release.get("keys", {})
             return keys.get(question_id) if isinstance(keys, dict) else None
-        if self._instructor_assignment() == assignment:
+        folder = self._instructor_keys_folder(assignment)
+        if folder is not None:
             if self._instructor_keys is None:
                 try:
-                    self._instructor_keys = key_files.instructor_keys(assignment)
+                    self._instructor_keys = key_files.instructor_keys(assignment, folder)
                 except (OSError, key_files.BadKeys):
                     self._instructor_keys = {}
             return self._instructor_keys.get(question_id)
         return None
 
-    def _instructor_assignment(self) -> str | None:
-        """The assignment when this kernel runs the instructor master in solutions/."""
-        from mhalib.release import REPO
-
-        if self.folder.parent != REPO / "solutions":
+    def _instructor_keys_folder(self, assignment: str) -> Path | None:
+        """The instructor's keys folder when this kernel runs the master of ``assignment``
+        (see the module docstring), else None."""
+        if self.folder.name != assignment or assignment not in course.assignments():
             return None
-        name = self.folder.name
-        if name in course.assignments() and key_files.instructor_dir().is_dir():
-            return name
-        return None
+        configured = os.environ.get(key_files.KEYS_VARIABLE)
+        if configured:
+            folder = Path(configured)
+        elif self.folder.parent.name == course.SOURCE_DIR:
+            folder = self.folder.parent.parent / course.KEYS_DIR
+        else:
+            return None
+        return folder if folder.is_dir() else None
 
     @property
     def variant(self) -> str:

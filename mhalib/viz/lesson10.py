@@ -21,6 +21,10 @@ CACHE_MODELS = ("DeepSeek-V3", "DeepSeek-V2", "DeepSeek-V2-Lite", "Llama-3.1 8B"
                 "Llama-3.1 405B", "Mistral 7B", "Qwen2 7B")
 KIND_COLOURS = {"MHA": "#b3261e", "GQA": "#1f5fa8", "MQA": "#2e7d32", "MLA": "#7b3fa0"}
 GQA_GROUPS = 8  # the GQA variant drawn for every model (Llama 3, Mistral: 8 K/V heads)
+# models whose released weights are FP8, not bf16: DeepSeek-V3 ("we only provide FP8 weights",
+# README of github.com/deepseek-ai/DeepSeek-V3; e4m3 with a float32 scale per 128 x 128 block,
+# README_WEIGHTS.md)
+RELEASED_IN_FP8 = ("DeepSeek-V3",)
 
 
 def cache_variants(mla_kv_cache_bytes, config, bytes_per_element: int = 2) -> list[dict]:
@@ -87,8 +91,9 @@ def cache_figure(mla_kv_cache_bytes, config, seq_len: int = 131072, batch_size: 
     ax.axvline(weights, color="black", ls=":", lw=1)
     ax.set_xscale("log")
     ax.set_xlim(min(sizes) / 2, max(max(sizes), weights) * 8)
+    released = " (released in FP8: about half)" if config.name in RELEASED_IN_FP8 else ""
     ax.set_xlabel(f"KV cache (GiB, bf16, log scale); dotted: the weights in bf16, "
-                  f"{weights:,.0f} GiB")
+                  f"{weights:,.0f} GiB{released}")
     ax.set_title(f"{config.name}: {config.num_layers} layers, {config.num_heads} heads of "
                  f"{config.head_dim}, {seq_len:,} tokens x batch {batch_size}", fontsize=10)
     return fig
@@ -137,12 +142,13 @@ def singular_values_figure(w_k_mha, w_k_mla, d_c: int):
 
 def decode_trade(config) -> list[dict]:
     """Per layer and per cached token, for one decoded query of ``config`` (an MLA ModelConfig):
-    numbers read from the cache and multiply-adds spent, naive (keys and values expanded per
-    head and cached) against absorbed (the latent and the shared RoPE key)."""
+    numbers read from the cache and multiply-adds spent, with keys and values expanded per head
+    and cached (DeepSeek's reference code in its "naive" mode) against absorbed (the latent and
+    the shared RoPE key cached)."""
     heads, nope, rope = config.num_heads, config.head_dim, config.qk_rope_head_dim
     rank, v = config.kv_lora_rank, config.v_head_dim
     return [
-        {"form": "naive, expanded K and V cached", "read": heads * (nope + rope + v),
+        {"form": "expanded K and V cached", "read": heads * (nope + rope + v),
          "mults": heads * (nope + rope + v)},
         {"form": "absorbed, latent + RoPE key cached", "read": rank + rope,
          "mults": heads * (rank + rope + rank)},

@@ -19,8 +19,8 @@ def grade_saved(notebook: Path, assignment: str, student: str, scratch: Path) ->
     course = scratch / "course"
     from mhalib.cli import main
 
-    code = main(["grade", "--assignment", assignment, str(submitted), "--source",
-                 str(REPO / "solutions"), "--course", str(course), "--seed", "5",
+    code = main(["grade", "--assignment", assignment, str(submitted), "--root",
+                 str(REPO), "--course", str(course), "--seed", "5",
                  "--no-progress", "--no-class-cache"])
     assert code == 0, f"mhalib grade exited with {code}"
     [path] = (course / "mhalib-results" / assignment / student).glob("*.json")

@@ -14,10 +14,10 @@ import pytest
 
 from mhalib.cli import main
 from mhalib.quiz import FillIn, MultipleChoice, get_question
-from mhalib.quiz.keys import instructor_keys
 from tests.browser import lab_driver as lab
 from tests.browser.grade_saved import grade_saved
 from tests.browser.lab_server import REPO, start_lab
+from tests.checkout import keys_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
 
@@ -28,7 +28,8 @@ LESSON = f"{ASSIGNMENT}/single_head_attention.ipynb"
 @pytest.fixture
 def assessed_server(tmp_path, request):
     release = tmp_path / "release"
-    assert main(["release", ASSIGNMENT, "--quick-checks", "assessed", "--to", str(release)]) == 0
+    assert main(["release", ASSIGNMENT, "--quick-checks", "assessed", "--to", str(release),
+                 "--root", str(REPO)]) == 0
     server = start_lab(REPO, ["--notebook-dir", str(release)], tmp_path / "jupyter")
     server.notebook_dir = release
     yield server
@@ -40,7 +41,7 @@ def assessed_server(tmp_path, request):
 def test_assessed_quick_checks_record_then_feedback_explains(page, assessed_server, tmp_path):
     data = json.loads((assessed_server.notebook_dir / ASSIGNMENT / "quick_checks.json").read_text())
     assert data == {"assignment": ASSIGNMENT, "mode": "assessed"}
-    keys = instructor_keys(ASSIGNMENT)
+    keys = keys_of(ASSIGNMENT)
     questions = [get_question(qid) for qid in keys]
     fill_in = next(q for q in questions if isinstance(q, FillIn))
     choice = next(q for q in questions if isinstance(q, MultipleChoice))

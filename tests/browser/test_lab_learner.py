@@ -61,9 +61,9 @@ def expected_diagnosis() -> str:
 
 
 def keys() -> dict:
-    from mhalib.quiz.keys import instructor_keys
+    from tests.checkout import keys_of
 
-    return instructor_keys("01-single-head")
+    return keys_of("01-single-head")
 
 
 def right_answer(question) -> str:

@@ -51,16 +51,19 @@ def _totals(results: dict) -> dict[str, float]:
             for s, r in results.items()}
 
 
-def test_readme_quick_start_grades_the_demo_class(tmp_path):
+def test_readme_quick_start_grades_the_demo_class(tmp_path, monkeypatch):
+    """As the README runs it: in the course's top folder, which gives the sources and keys."""
     if not (REPO / "solutions" / "01-single-head").is_dir():
         pytest.skip("lesson 01 source not present")
     course, mixed = tmp_path / "course", tmp_path / "mixed"
     shutil.copytree(EXAMPLES / "submitted", mixed)  # folders and LMS zips side by side
     for archive in (EXAMPLES / "zips").glob("*.zip"):
         shutil.copy(archive, mixed)
-    assert main(["grade", str(mixed), "--assignment", "01-single-head", "--source",
-                 str(REPO / "solutions"), "--course", str(course), "--jobs", "2",
-                 "--no-progress"]) == 0
+    monkeypatch.delenv("MHALIB_COURSE_ROOT", raising=False)
+    monkeypatch.delenv("MHALIB_QUICK_CHECK_KEYS", raising=False)
+    monkeypatch.chdir(REPO)
+    assert main(["grade", str(mixed), "--assignment", "01-single-head", "--course",
+                 str(course), "--jobs", "2", "--no-progress"]) == 0
     results = read_results(course)
     assert _totals(results) == DEFAULT_TOTALS
     assert all(sum(v["max_points"] for v in r["verdicts"].values()) == 11
@@ -89,8 +92,8 @@ def test_readme_quick_start_grades_the_demo_class(tmp_path):
     assert "1 of 3 points, as the course rubric sets for this mistake" in page
 
     rubric_course = tmp_path / "rubric-course"
-    assert main(["grade", str(mixed), "--assignment", "01-single-head", "--source",
-                 str(REPO / "solutions"), "--course", str(rubric_course), "--jobs", "2",
+    assert main(["grade", str(mixed), "--assignment", "01-single-head", "--root",
+                 str(REPO), "--course", str(rubric_course), "--jobs", "2",
                  "--no-progress", "--no-feedback", "--rubric",
                  str(EXAMPLES / "rubric.toml")]) == 0
     assert _totals(read_results(rubric_course)) == EXAMPLE_RUBRIC_TOTALS

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mhalib.grading.sandbox import bwrap_problem
+from mhalib.grading.sandbox_host import bwrap_problem
+from tests.checkout import COURSE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCE = FIXTURES / "solutions"
@@ -59,7 +60,8 @@ def catalogue_run(tmp_path_factory, fixture_model, bwrap_usable):
     cases = [c for c in CATALOGUE if bwrap_usable or not c.needs_bwrap]
     write_class(fixture_model, submitted, context, cases)
     code = main(["grade", "--assignment", ASSIGNMENT, str(submitted), "--source", str(SOURCE),
-                 "--course", str(course), "--jobs", "2", "--seed", "1234", "--no-progress",
+                 "--course", str(course), "--keys", str(COURSE.keys), "--jobs", "2",
+                 "--seed", "1234", "--no-progress",
                  "--sandbox", "auto" if bwrap_usable else "none", *TEST_LIMITS])
     return {"code": code, "root": root, "submitted": submitted, "course": course,
             "results": read_results(course), "cases": cases, "context": context}

@@ -17,14 +17,14 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mhalib.grading.demo_class import (
-    ATTENTION_NO_SCALE,
-    SOFTMAX_NO_SHIFT,
+from mhalib.classroom.demo_class import ATTENTION_NO_SCALE, SOFTMAX_NO_SHIFT
+from mhalib.grading.answered_notebook import (
     answer_sources,
     quick_check_answers,
     submission,
     to_bytes,
 )
+from tests.checkout import keys_of
 
 ITEMS = ("softmax", "attention", "qc_weights_shape")
 MARKER = "MHALIB_BG_MARKER_7731"
@@ -43,6 +43,10 @@ def _all(kind: str) -> dict[str, str]:
     return {item: kind for item in ITEMS}
 
 
+def _right_quick_checks(model) -> dict:
+    return quick_check_answers(model, keys_of(model.assignment))
+
+
 def _nb(answers=None, after=None, drop=(), mutate=None, quick=None):
     """A submission: right answers unless ``answers`` (cells) or ``quick`` (quick-check
     answers, recorded as the form does) say otherwise."""
@@ -50,7 +54,7 @@ def _nb(answers=None, after=None, drop=(), mutate=None, quick=None):
         right = answer_sources(model)
         notebook = submission(model, {**right, **(answers or {})},
                               {k: v.format(**context) for k, v in (after or {}).items()}, drop,
-                              {**quick_check_answers(model), **(quick or {})})
+                              {**_right_quick_checks(model), **(quick or {})})
         if mutate:
             mutate(notebook)
         return to_bytes(notebook)
@@ -82,7 +86,7 @@ def _right_option_as_text(model, context):
     """The right option recorded by its text rather than its index (a hand-written record)."""
     from mhalib.quiz import get_question
 
-    index = quick_check_answers(model)["qc_weights_shape"]
+    index = _right_quick_checks(model)["qc_weights_shape"]
     text = get_question("qc_weights_shape").options[index]
     return _nb(quick={"qc_weights_shape": text})(model, context)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mhalib.grading.limits import Limits
 from mhalib.grading.pipeline import GradingRun, grade_class
+from mhalib.grading.sandbox.limits import Limits
+from tests.checkout import COURSE
 from tests.grading.conftest import ASSIGNMENT, SOURCE, read_results
 
 STUDENTS = ["correct", "partly-wrong", "os-exit", "invalid-json"]
@@ -18,7 +19,7 @@ def test_local_cluster_matches_local_grading(catalogue_run, tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
         run = GradingRun(assignment=ASSIGNMENT, submitted=catalogue_run["submitted"],
-                         source=SOURCE, course=tmp_path / "course",
+                         source=SOURCE, course=tmp_path / "course", keys=COURSE.keys,
                          scheduler=cluster.scheduler_address, seed=1234, students=STUDENTS,
                          limits=limits, progress=False)
         summary = grade_class(run, echo=lambda text: None)

@@ -6,7 +6,7 @@ import csv
 import html
 import re
 
-from mhalib.grading.demo_class import answer_sources
+from mhalib.grading.answered_notebook import answer_sources
 from mhalib.grading.flags import REVIEW
 from tests.grading.conftest import ASSIGNMENT, SOURCE
 

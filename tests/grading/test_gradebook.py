@@ -96,3 +96,13 @@ def test_one_grading_run_writes_a_course_at_a_time(tmp_path):
                 pass
     with course_lock(tmp_path):  # released again
         pass
+
+
+def test_a_new_gradebook_needs_no_activated_environment_and_leaves_path_alone(tmp_path,
+                                                                               monkeypatch):
+    """nbgrader runs ``alembic`` from PATH to create a gradebook; the environment's bin/ is put
+    first only while it does."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with open_gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        assert gradebook.students == []
+    assert os.environ["PATH"] == "/usr/bin:/bin"

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from mhalib.grading.intake import discover, student_id
-from mhalib.grading.limits import Limits
+from mhalib.grading.sandbox.limits import Limits
 
 NB = "single_head_attention.ipynb"
 LIMITS = Limits(notebook_bytes=10_000, files_bytes=1_000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import signal
 
-from mhalib.grading.limits import Limits
 from mhalib.grading.outcome import read_outcome
+from mhalib.grading.sandbox.limits import Limits
 
 STEPS = [{"kind": "cell", "index": 0}, {"kind": "record", "exercises": ["softmax"],
                                         "questions": []}]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from mhalib.grading.answered_notebook import answer_sources, submission
 from mhalib.grading.assignment import item_of, load_assignment
-from mhalib.grading.demo_class import answer_sources, submission
 from mhalib.grading.plan import NotebookUnreadable, build_plan, parse_notebook
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mhalib.cli import main
+from tests.checkout import COURSE
 from tests.grading.conftest import ASSIGNMENT, SOURCE, TEST_LIMITS, read_results
 
 RUBRIC = """
@@ -31,7 +32,8 @@ def rubric_results(catalogue_run, tmp_path_factory):
     (root / "rubric.toml").write_text(RUBRIC, encoding="utf-8")
     students = [arg for student in CHANGES for arg in ("--student", student)]
     code = main(["grade", "--assignment", ASSIGNMENT, str(catalogue_run["submitted"]),
-                 "--source", str(SOURCE), "--course", str(root / "course"), "--seed", "1234",
+                 "--source", str(SOURCE), "--keys", str(COURSE.keys),
+                 "--course", str(root / "course"), "--seed", "1234",
                  "--no-progress", "--no-feedback", "--rubric", str(root / "rubric.toml"),
                  *students, *TEST_LIMITS])
     assert code == 0

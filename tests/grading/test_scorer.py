@@ -13,7 +13,7 @@ import pytest
 from mhalib.grading.assignment import load_assignment
 from mhalib.grading.rubric import Rubric, default_rubric, rubric_from_table
 from mhalib.grading.scorer import grade_cell_scores, judge_exercise, score_notebook
-from tests.grading import answers
+from tests.grading.answers import lesson01 as answers
 from tests.grading.conftest import ASSIGNMENT, SOURCE
 
 SEED = 11
@@ -22,8 +22,8 @@ CAPPED = default_rubric().overlaid(rubric_from_table({"unnamed_cap": "1/2"}, "th
 
 
 def _attention(func, rubric: Rubric):
-    verdicts = score_notebook_for({"attention": answers.record_text("attention", func, SEED)},
-                                  rubric)
+    verdicts = score_notebook_for(
+        {"attention": {"generic": answers.record_text("attention", func, SEED)}}, rubric)
     return verdicts["attention"]
 
 
@@ -33,7 +33,7 @@ def _model():
 
 
 def score_notebook_for(records: dict, rubric: Rubric):
-    return score_notebook(_model(), records, {}, SEED, {}, rubric)
+    return score_notebook(_model(), records, {}, {}, rubric)
 
 
 @pytest.mark.parametrize("func, points, capped_points, flag", [
@@ -71,9 +71,8 @@ def test_the_credit_note_says_why():
 def test_points_are_exact_and_cells_follow():
     rubric = default_rubric().overlaid(rubric_from_table(
         {"attention": {"mistakes": {"no_scale": "8/11"}}}, "the course rubric", "test"))
-    verdicts = score_notebook_for({"attention": answers.record_text("attention",
-                                                                    answers.no_scale, SEED)},
-                                  rubric)
+    verdicts = score_notebook_for({"attention": {"generic": answers.record_text(
+        "attention", answers.no_scale, SEED)}}, rubric)
     assert verdicts["attention"].points == pytest.approx(3 * 8 / 11, abs=1e-12)
     assert verdicts["attention"].credit.startswith("2.18 of 3 points")
     cells = grade_cell_scores(_model(), verdicts)
@@ -81,7 +80,8 @@ def test_points_are_exact_and_cells_follow():
 
 
 def test_unreadable_and_absent_records_score_zero_with_a_reason():
-    absent, _ = judge_exercise("softmax", None, False, SEED, "the kernel died", default_rubric())
+    absent, _ = judge_exercise("softmax", {}, False, "the kernel died", default_rubric())
     assert absent.flags == ["no_record"] and "the kernel died" in absent.diagnosis
-    garbage, _ = judge_exercise("softmax", "{not json", True, SEED, None, default_rubric())
+    garbage, _ = judge_exercise("softmax", {"generic": "{not json"}, True, None,
+                                default_rubric())
     assert garbage.flags == ["bad_record"] and garbage.points == 0

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import json
 
-from mhalib.grading.demo_class import answer_sources, quick_check_answers, submission, to_bytes
-from mhalib.grading.limits import Limits
+from mhalib.grading.answered_notebook import (
+    answer_sources,
+    quick_check_answers,
+    submission,
+    to_bytes,
+)
 from mhalib.grading.records import GradingResult, GradingTask
 from mhalib.grading.rubric import default_rubric
+from mhalib.grading.sandbox.limits import Limits
 from mhalib.grading.unit import close_sandboxes, grade_unit, grader_error_result
+from tests.checkout import keys_of
 
 
 def _task(model, student: str, data: bytes | None, **changes) -> GradingTask:
-    from mhalib.quiz.keys import instructor_keys
-
     return GradingTask(student=student, assignment=model.assignment, model=model.for_worker(),
                        seed=5, limits=Limits(notebook_seconds=20, cell_seconds=5),
                        rubric=default_rubric(), sandbox="none", submission=data,
-                       quick_check_keys=instructor_keys(model.assignment), **changes)
+                       quick_check_keys=keys_of(model.assignment), **changes)
 
 
 def test_an_unreadable_notebook_is_graded_without_running(fixture_model):
@@ -46,17 +50,19 @@ def test_the_result_file_round_trips(fixture_model):
 
 
 def test_killing_the_grader_process_costs_only_that_notebook(fixture_model):
-    """Without bubblewrap a notebook can reach its zygote; the next student is still graded."""
+    """Without bubblewrap a notebook can reach the process above it (its warden); that costs it
+    its records, and the next student is still graded."""
     right = answer_sources(fixture_model)
     killer = submission(fixture_model, right, after={
         "imports": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"})
     try:
         first = grade_unit(_task(fixture_model, "killer", to_bytes(killer)))
         second = grade_unit(_task(fixture_model, "next", to_bytes(submission(
-            fixture_model, right, quick_checks=quick_check_answers(fixture_model)))))
+            fixture_model, right, quick_checks=quick_check_answers(
+                fixture_model, keys_of(fixture_model.assignment))))))
     finally:
         close_sandboxes()
-    assert "sandbox_error" in first.issue_flags()
+    assert {"sandbox_error", "kernel_died"} & set(first.issue_flags()), first.issue_flags()
     assert all(v.points == 0 for v in first.verdicts.values())
     assert all(v.passed for v in second.verdicts.values())
     assert second.points() == 6.0 and second.run.exit_code == 0

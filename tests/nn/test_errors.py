@@ -59,6 +59,10 @@ def test_input_shape_dtype_and_device_errors():
         ValueError, match=r"key.shape=\(1, 5, 16\) and value.shape=\(1, 6, 16\) must both be"
     ):
         layer(torch.randn(1, 4, 16), torch.randn(1, 5, 16), torch.randn(1, 6, 16))
+    with pytest.raises(  # a wrong device is a TypeError, as mhalib.validate raises it
+        TypeError, match=r"query.device=meta does not match the layer's parameters \(cpu\)"
+    ):
+        layer(torch.randn(1, 4, 16, device="meta"))
 
 
 def test_mask_errors():

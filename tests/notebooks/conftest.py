@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from mhalib import course
-from mhalib.release import REPO, tool_env
+from mhalib.classroom.release import tool_env
+from tests.checkout import REPO, keys_of
 
 WORKER = Path(__file__).with_name("nbgrader_worker.py")
 WORKERS = 2
@@ -89,10 +90,9 @@ def _prepare(root: Path, assignments: list[str], jobs: list[tuple[str, str]]) ->
 
 
 def _record_right_answers(path: Path, assignment: str, student: str) -> None:
-    from mhalib.quiz.keys import instructor_keys
     from mhalib.quiz.record import with_answers
 
-    keys = instructor_keys(assignment)
+    keys = keys_of(assignment)
     notebook = json.loads(path.read_text(encoding="utf-8"))
     answers = {qid: key["answer"] for qid, key in keys.items()}
     path.write_text(json.dumps(with_answers(notebook, answers, f"student:{student}")),

@@ -19,7 +19,8 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from mhalib.checks import NOTEBOOKS
-from mhalib.release import REPO, assignments, tool_env
+from mhalib.classroom.release import assignments, tool_env
+from tests.checkout import COURSE, REPO
 
 # In the nbgrader group's worker: run beside that group's batch of kernels, a kernel of this test
 # once waited out its whole cell timeout (two suite runs, never alone).
@@ -47,7 +48,7 @@ def kernel_env(monkeypatch):
         monkeypatch.setenv(variable, "1")
 
 
-@pytest.mark.parametrize("assignment", assignments())
+@pytest.mark.parametrize("assignment", assignments(COURSE.solutions))
 def test_cells_run_in_any_order_after_the_notebook(assignment, kernel_env, tmp_path):
     path = REPO / "solutions" / assignment / NOTEBOOKS[assignment]
     notebook = nbformat.read(path, as_version=4)

@@ -22,7 +22,8 @@ import sys
 import nbformat
 import pytest
 
-from mhalib.release import REPO, tool_env
+from mhalib.classroom.release import tool_env
+from tests.checkout import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("notebook_order")]
 
@@ -135,8 +136,8 @@ def test_mhalib_grade_fails_unfinished_and_wrong_exercises(submissions):
 
     root, _ = submissions
     course = root / "course"
-    code = main(["grade", str(root / "submitted"), "--assignment", ASSIGNMENT, "--source",
-                 str(REPO / "solutions"), "--course", str(course), "--jobs", "1",
+    code = main(["grade", str(root / "submitted"), "--assignment", ASSIGNMENT, "--root",
+                 str(REPO), "--course", str(course), "--jobs", "1",
                  "--no-progress", "--seed", "7"])
     assert code == 0
     results = {path.parent.name: json.loads(path.read_text(encoding="utf-8"))

@@ -15,9 +15,10 @@ import nbformat
 import pytest
 
 from mhalib.checks import LESSONS, NOTEBOOKS, exercises_of
-from mhalib.release import REPO, assignments, normalise, run_budget_seconds
+from mhalib.classroom.release import assignments, normalise, run_budget_seconds
+from tests.checkout import COURSE, REPO
 
-ASSIGNMENTS = assignments()
+ASSIGNMENTS = assignments(COURSE.solutions)
 
 nbgrader_run = pytest.mark.nbgrader
 # One xdist worker runs this module: the batched nbgrader run (conftest.py) is a session fixture,
@@ -129,10 +130,11 @@ def test_release_is_in_sync_with_solutions(assignment, graded_course):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_committed_release_is_practice_with_the_current_keys(assignment):
-    from mhalib.quiz.keys import RELEASE_FILE, release_data
+    from mhalib.classroom.release import release_data
+    from mhalib.quiz.keys import RELEASE_FILE
 
     committed = json.loads((REPO / "notebooks" / assignment / RELEASE_FILE).read_text())
-    fresh = json.loads(json.dumps(release_data(assignment, "practice")))  # as JSON keeps it
+    fresh = json.loads(json.dumps(release_data(assignment, "practice", COURSE.keys)))  # as JSON keeps it
     assert committed == fresh, (
         f"notebooks/{assignment}/{RELEASE_FILE} is stale: run `mhalib release {assignment}`")
     release = read(REPO / "notebooks" / assignment / notebook_name(assignment))

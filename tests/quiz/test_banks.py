@@ -10,10 +10,9 @@ import nbformat
 import pytest
 
 from mhalib.quiz.judge import judge
-from mhalib.quiz.keys import instructor_keys
 from mhalib.quiz.question import FillIn, MultipleChoice
 from mhalib.quiz.variant import rng_for
-from mhalib.release import REPO
+from tests.checkout import COURSE, keys_of
 from tests.quiz.banks import LEARNERS, LESSONS, all_items, answers, bank
 
 ITEMS = list(all_items())
@@ -23,10 +22,10 @@ IDS = [qid for _, qid, *_ in ITEMS]
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.assignment)
 def test_bank_keys_and_notebook_agree(lesson):
     questions = bank(lesson)
-    keys = instructor_keys(lesson.assignment)
+    keys = keys_of(lesson.assignment)
     assert set(keys) == set(questions)
     json.dumps(keys)  # plain data: a practice release copies it into quick_checks.json
-    notebook = nbformat.read(str(REPO / "solutions" / lesson.assignment / lesson.notebook), 4)
+    notebook = nbformat.read(str(COURSE.solutions / lesson.assignment / lesson.notebook), 4)
     cells = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in notebook.cells]
     assert [g for g in cells if g.startswith("qc_")] == list(questions), \
         "the notebook's quick-check cells and the bank (in notebook order)"

@@ -9,19 +9,21 @@ import json
 import numpy as np
 import pytest
 
+from mhalib.classroom.release import release_data
 from mhalib.quiz import QuickCheckNotScoredHere, ask, get_question
 from mhalib.quiz import session as quiz_session
 from mhalib.quiz.expression import ExpressionError, evaluate
 from mhalib.quiz.judge import judge
-from mhalib.quiz.keys import RELEASE_FILE, BadKeys, instructor_keys, parse_key, release_data
+from mhalib.quiz.keys import RELEASE_FILE, BadKeys, parse_key
 from mhalib.quiz.record import MIME, bundle, parse, recorded_answers, with_answers
 from mhalib.quiz.variant import for_student, known_student, rng_for
+from tests.checkout import COURSE, keys_of
 
 ASSIGNMENT = "01-single-head"
 
 
 def key_of(qid):
-    return parse_key(get_question(qid), instructor_keys(ASSIGNMENT)[qid])
+    return parse_key(get_question(qid), keys_of(ASSIGNMENT)[qid])
 
 
 @pytest.mark.parametrize("answer", ["np.sqrt(d_k)", "d_k ** 0.5", "math.sqrt(q.shape[-1])",
@@ -130,13 +132,14 @@ def lesson_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delenv("MHALIB_QUICK_CHECK_KEYS", raising=False)
     monkeypatch.setenv("MHALIB_STUDENT_ID", "ann")
     monkeypatch.setattr(quiz_session, "_SESSION", None)
     return tmp_path
 
 
 def _release(folder, mode):
-    (folder / RELEASE_FILE).write_text(json.dumps(release_data(ASSIGNMENT, mode)))
+    (folder / RELEASE_FILE).write_text(json.dumps(release_data(ASSIGNMENT, mode, COURSE.keys)))
     quiz_session._SESSION = None
 
 
@@ -225,4 +228,4 @@ def test_unknown_ids_and_bad_keys_are_refused():
     with pytest.raises(BadKeys, match="not an option index"):
         parse_key(question, {"answer": 9, "explanation": "x"})
     with pytest.raises(ValueError, match="mode="):
-        release_data(ASSIGNMENT, "exam")
+        release_data(ASSIGNMENT, "exam", COURSE.keys)

@@ -1,14 +1,23 @@
-"""Multiple choice across the course: the right option must not give itself away by its length.
+"""Multiple choice across the course: the right option must not give itself away, by its length
+or by its place in the bank.
 
 If option lengths carried no information, the right option would be the longest of k options
 about 1/k of the time, and its length rank would be uniform. The bank must not do worse than
-that: the right option is the longest at most as often as chance would make it (rounded up),
-and on average it sits no higher than the middle of its question's lengths.
+that: the right option is the longest at most as often as chance would make it (rounded up), at
+least half as often (rounded down, and at least once: "never the longest" is a tell too), and on
+average it sits no higher than the middle of its question's lengths.
+
+Options are shown shuffled per learner, but the bank's own order ships in the package (and is
+what a learner sees where shuffling is off). Over the course the right option must sit at each
+position about as often as chance would put it there: no position holds more than its fair share
+plus a small margin, so "always pick the option at position p" scores at most chance plus that
+margin.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from mhalib.quiz.question import MultipleChoice
 from tests.quiz.banks import all_items
@@ -24,19 +33,58 @@ def _rank(lengths: list[int], index: int) -> float:
     return (below + ties / 2) / (len(lengths) - 1)
 
 
+def _longest() -> list[str]:
+    return [qid for qid, q, key in CHOICES
+            if len(q.options[key.answer]) >= max(len(o) for o in q.options)]
+
+
+def _margin() -> int:
+    """The slack allowed over a fair share: 10% of the questions, and at least 2."""
+    return max(2, math.ceil(0.1 * len(CHOICES)))
+
+
 def test_there_are_enough_questions_to_measure():
     assert len(CHOICES) >= 10
 
 
 def test_right_option_is_not_the_longest_more_often_than_chance():
-    longest = [qid for qid, q, key in CHOICES
-               if len(q.options[key.answer]) >= max(len(o) for o in q.options)]
+    longest = _longest()
     expected = sum(1 / len(q.options) for _, q, _ in CHOICES)
     assert len(longest) <= math.ceil(expected), (
         f"the right option is the longest in {len(longest)} of {len(CHOICES)} questions "
         f"(chance: {expected:.1f}): {longest}")
 
 
+def test_right_option_is_not_never_the_longest():
+    longest = _longest()
+    expected = sum(1 / len(q.options) for _, q, _ in CHOICES)
+    floor = max(1, math.floor(expected / 2))
+    assert len(longest) >= floor, (
+        f"the right option is the longest in only {len(longest)} of {len(CHOICES)} questions "
+        f"(chance: {expected:.1f}, at least {floor} wanted): shortness gives it away")
+
+
 def test_right_option_length_rank_is_not_above_the_middle():
     ranks = [_rank([len(o) for o in q.options], key.answer) for _, q, key in CHOICES]
     assert sum(ranks) / len(ranks) <= 0.5 + 0.1, f"mean rank {sum(ranks) / len(ranks):.2f}"
+
+
+def test_right_option_position_is_spread_over_the_bank():
+    counts = Counter(key.answer for _, _, key in CHOICES)
+    widest = max(len(q.options) for _, q, _ in CHOICES)
+    for position in range(widest):
+        fair = sum(1 / len(q.options) for _, q, _ in CHOICES if position < len(q.options))
+        assert counts[position] <= fair + _margin(), (
+            f"the right option sits at position {position} in {counts[position]} of "
+            f"{len(CHOICES)} questions (fair share {fair:.1f}, margin {_margin()}): "
+            f"{dict(sorted(counts.items()))}")
+
+
+def test_always_picking_one_position_scores_no_better_than_chance():
+    chance = sum(1 / len(q.options) for _, q, _ in CHOICES) / len(CHOICES)
+    widest = max(len(q.options) for _, q, _ in CHOICES)
+    for position in range(widest):
+        score = sum(key.answer == position for _, _, key in CHOICES) / len(CHOICES)
+        assert score <= chance + _margin() / len(CHOICES), (
+            f"always answering the option at position {position} scores {score:.0%} "
+            f"(chance {chance:.0%})")

@@ -17,7 +17,8 @@ import pytest
 
 import mhalib
 from mhalib import course
-from mhalib.release import REPO, generate
+from mhalib.classroom.release import generate
+from tests.checkout import COURSE
 from tests.quiz.banks import all_items
 
 ITEMS = list(all_items())
@@ -52,10 +53,11 @@ def releases():
     """{mode: {assignment: {file name: text}}}: assessed releases generated with nbgrader, and
     the committed practice release (notebooks/, held to a fresh one by the drift test)."""
     practice = {lesson.assignment: {p.name: p.read_text(encoding="utf-8")
-                                    for p in (REPO / "notebooks" / lesson.assignment).iterdir()
+                                    for p in (COURSE.notebooks / lesson.assignment).iterdir()
                                     if p.is_file()}
                 for lesson in course.LESSONS}
-    assessed = {lesson.assignment: generate(lesson.assignment, mode="assessed")
+    assessed = {lesson.assignment: generate(lesson.assignment, COURSE.solutions, COURSE.keys,
+                                              mode="assessed")
                 for lesson in course.LESSONS}
     return {"assessed": assessed, "practice": practice}
 
