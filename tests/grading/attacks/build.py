@@ -75,7 +75,9 @@ class Builder:
         from mhalib.quiz.keys import instructor_keys
 
         model = self.model(assignment)
-        keys = instructor_keys(assignment, self.keys)
+        from mhalib.classroom.course_folder import locate
+
+        keys = instructor_keys(assignment, self.keys or locate(ROOT).keys)
         return {q: keys[q]["answer"] for q in model.questions}
 
     def quick_answers(self, submission: Submission) -> dict:
@@ -93,7 +95,7 @@ class Builder:
         return {q: right[q] if a == "@right" else a for q, a in quick.items()}
 
     def notebook(self, submission: Submission) -> tuple[str, dict]:
-        from mhalib.grading.demo_class import answer_sources
+        from mhalib.grading.answered_notebook import answer_sources
         from mhalib.quiz.record import with_answers
 
         name, notebook = self.release_notebook(submission.assignment)

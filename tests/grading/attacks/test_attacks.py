@@ -26,7 +26,7 @@ def attack_report():
     past = os.environ.get("MHALIB_ATTACKS_REPORT")
     if past:
         return json.loads(Path(past).read_text(encoding="utf-8"))
-    from mhalib.grading.sandbox import bwrap_problem
+    from mhalib.grading.sandbox_host import bwrap_problem
 
     problem = bwrap_problem()
     if problem:
