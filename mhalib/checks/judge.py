@@ -174,6 +174,10 @@ def judge_seals(exercise_name: str, generic, physical=None) -> Verdict:
     if not isinstance(generic, dict) or generic.get("format") != SEAL_FORMAT or not isinstance(
             generic.get("seed"), int):
         return Verdict.failure(exercise_name, "the grading record is malformed.", "bad_record")
+    facts = generic.get("facts") if isinstance(generic.get("facts"), dict) else {}
+    if generic.get("session", "generic") != "generic" or facts.get("planted"):
+        return Verdict.failure(exercise_name, "the grading record is not the grader's own (a "
+                               "file was planted in its place).", "bad_record")
     verdict = judge_record(exercise_name, generic.get("record"), generic["seed"])
     if getattr(exercise, "physical", None) is None or verdict.cases_total == 0:
         return verdict

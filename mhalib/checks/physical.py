@@ -127,6 +127,11 @@ def judge_physical(exercise, seal: dict | None) -> PhysicalVerdict:
         return PhysicalVerdict(f"{where} was not run: the grader has no measured result for "
                                "it", None, ("no_physical_record",))
     facts = seal.get("facts") if isinstance(seal.get("facts"), dict) else {}
+    if seal.get("session") != "physical" or seal.get("exercise") != exercise.name or facts.get(
+            "planted"):
+        why = str(facts.get("planted") or "another seal was in its place")[:200]
+        return PhysicalVerdict(f"{where}: its sealed result is not the grader's own ({why})",
+                               None, ("bad_record",))
     refused = facts.get("refused")
     if refused:
         return PhysicalVerdict(f"{where} could not be measured: {str(refused)[:300]}", None,

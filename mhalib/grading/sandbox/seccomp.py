@@ -10,6 +10,11 @@ peak resident memory) stand for the work of the one thread that computes:
 * ``open``, ``openat``, ``openat2``, ``creat`` and handle-based opens: no file can be opened, so
   the peak-memory counter cannot be reset through ``/proc/self/clear_refs`` and no file can be
   mapped as scratch memory;
+* ``link``, ``symlink``, ``rename``, ``unlink``, ``mkdir``, ``mknod``, ``truncate``, ``chmod``,
+  ``chown`` and their ``*at`` forms: no name in a file system can be made, moved or changed. The
+  process is a fork of the warden, in the warden's mount namespace, where the sealed folder is
+  writable: without this it could move a file the notebook wrote into the warden's place for its
+  own seal (the warden's first-write-wins would then keep the planted one);
 * ``mprotect`` adding write permission, ``mmap`` with ``MAP_FIXED``, ``mremap`` with
   ``MREMAP_FIXED`` or ``MREMAP_DONTUNMAP``, ``madvise`` that drops pages (``MADV_DONTNEED``,
   ``MADV_FREE``...): memory the process already has cannot be turned into fresh scratch space
@@ -48,7 +53,10 @@ _SYSCALLS = {
         process_vm_readv=310, process_vm_writev=311, ptrace=101, userfaultfd=323,
         io_uring_setup=425, shmat=30, remap_file_pages=216, socket=41, connect=42,
         socketpair=53, kill=62, tkill=200, tgkill=234, rt_sigqueueinfo=129,
-        rt_tgsigqueueinfo=297, pidfd_open=434, pidfd_send_signal=424, pidfd_getfd=438),
+        rt_tgsigqueueinfo=297, pidfd_open=434, pidfd_send_signal=424, pidfd_getfd=438,
+        truncate=76, rename=82, mkdir=83, rmdir=84, link=86, unlink=87, symlink=88, chmod=90,
+        chown=92, lchown=94, mknod=133, mkdirat=258, mknodat=259, fchownat=260, unlinkat=263,
+        renameat=264, linkat=265, symlinkat=266, fchmodat=268, renameat2=316, fchmodat2=452),
     "aarch64": dict(
         clone=220, execve=221, execveat=281, clone3=435, openat=56, openat2=437,
         name_to_handle_at=264, open_by_handle_at=265, mprotect=226, pkey_mprotect=288, mmap=222,
@@ -56,14 +64,18 @@ _SYSCALLS = {
         process_vm_writev=271, ptrace=117, userfaultfd=282, io_uring_setup=425, shmat=196,
         remap_file_pages=234, socket=198, connect=203, socketpair=199, kill=129, tkill=130,
         tgkill=131, rt_sigqueueinfo=138, rt_tgsigqueueinfo=240, pidfd_open=434,
-        pidfd_send_signal=424, pidfd_getfd=438),
+        pidfd_send_signal=424, pidfd_getfd=438, mknodat=33, mkdirat=34, unlinkat=35,
+        symlinkat=36, linkat=37, renameat=38, truncate=45, fchmodat=53, fchownat=54,
+        renameat2=276, fchmodat2=452),
 }
 DENIED = ("clone", "fork", "vfork", "clone3", "execve", "execveat", "open", "openat", "openat2",
           "creat", "name_to_handle_at", "open_by_handle_at", "pkey_mprotect", "process_madvise",
           "process_vm_readv", "process_vm_writev", "ptrace", "userfaultfd", "io_uring_setup",
           "shmat", "remap_file_pages", "socket", "connect", "socketpair", "tkill",
           "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal",
-          "pidfd_getfd")
+          "pidfd_getfd", "truncate", "rename", "renameat", "renameat2", "link", "linkat",
+          "symlink", "symlinkat", "unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "mknod",
+          "mknodat", "chmod", "fchmodat", "fchmodat2", "chown", "lchown", "fchownat")
 PROT_WRITE, MAP_FIXED, MREMAP_FIXED, MREMAP_DONTUNMAP = 0x2, 0x10, 0x2, 0x4
 # madvise advice that keeps every page where it is (NORMAL, RANDOM, SEQUENTIAL, WILLNEED,
 # HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP): numpy and torch use some of them on big arrays

@@ -83,14 +83,21 @@ class Warden:
         return int.from_bytes(digest[:7], "big")
 
     def seal(self, exercise: str, session: str, seed: int, record, facts: dict) -> None:
-        """Write a seal once (first write wins); never follows a link."""
+        """Write a seal once (first write wins); never follows a link.
+
+        The warden writes each name once, so anything already at that name was planted there
+        (by a process that could reach the sealed folder): it is removed, and the seal says so
+        (``facts["planted"]``; the judge then asks for review)."""
         name = seal_name(exercise, session)
         if name in self.sealed:
             return
         self.sealed.add(name)
+        path = os.path.join(self.sealed_dir, name)
+        if _remove_planted(path):
+            facts = {**facts, "planted": f"a file named {name} was already in the sealed folder "
+                                         "before the grader wrote it"}
         data = json.dumps({"format": SEAL_FORMAT, "exercise": exercise, "session": session,
                            "seed": int(seed), "record": record, "facts": facts})
-        path = os.path.join(self.sealed_dir, name)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except OSError:
@@ -314,6 +321,28 @@ class Warden:
                      cpu_limit_seconds=round(cpu_limit, 3),
                      wall_seconds=round(time.monotonic() - started, 3), peak_reset=peak_reset)
         return (record if isinstance(record, dict) else None), facts
+
+
+def _remove_planted(path: str) -> bool:
+    """Remove whatever is at ``path`` (a file, a link or a folder; links are never followed);
+    True when something was there."""
+    import shutil
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return True
 
 
 def _measured_process(shell, checker, sources: list[str], from_warden: int, to_warden: int):

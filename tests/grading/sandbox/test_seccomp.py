@@ -102,3 +102,30 @@ def test_attention_in_torch_runs_under_the_filter():
 def test_an_unknown_architecture_is_refused_by_name():
     with pytest.raises(seccomp.SeccompUnavailable, match="arch='mips'"):
         seccomp.filter_program(1, arch="mips")
+
+
+def test_no_name_in_a_file_system_can_be_made_moved_or_changed(tmp_path):
+    # the measured process runs in the warden's mount namespace, where the sealed folder is
+    # writable: moving a file the notebook wrote into a seal's place must be impossible
+    (tmp_path / "planted.json").write_text("{}")
+    (tmp_path / "sealed").mkdir()
+    here = str(tmp_path)
+
+    def body():
+        return {
+            "rename": _attempt(lambda: os.rename(f"{here}/planted.json",
+                                                 f"{here}/sealed/x.physical.json")),
+            "replace": _attempt(lambda: os.replace(f"{here}/planted.json", f"{here}/y")),
+            "link": _attempt(lambda: os.link(f"{here}/planted.json", f"{here}/sealed/x")),
+            "symlink": _attempt(lambda: os.symlink("../planted.json", f"{here}/sealed/x")),
+            "mkdir": _attempt(lambda: os.mkdir(f"{here}/sealed/x.physical.json")),
+            "unlink": _attempt(lambda: os.unlink(f"{here}/planted.json")),
+            "rmdir": _attempt(lambda: os.rmdir(f"{here}/sealed")),
+            "truncate": _attempt(lambda: os.truncate(f"{here}/planted.json", 0)),
+            "chmod": _attempt(lambda: os.chmod(f"{here}/sealed", 0o777)),
+        }
+
+    result = _in_filtered_child(body)
+    assert set(result.values()) == {"denied"}, result
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["planted.json", "sealed"]
+    assert (tmp_path / "planted.json").read_text() == "{}"

@@ -144,3 +144,61 @@ def test_the_physical_check_passes_blocks_and_names_the_full_score_matrix(tmp_pa
 def test_memory_kept_by_the_notebooks_definitions_is_refused(tmp_path, shell):
     facts, verdict = _physical(tmp_path, shell, BUFFER, ONLINE)
     assert "definitions hold" in facts["refused"] and "physical_refused" in verdict.flags
+
+
+PLANT = '''
+import gc
+import math
+import os
+import torch
+
+def _plant():
+    """In the measured process: move a forged seal into the warden's place for its own."""
+    warden = next(o for o in gc.get_objects() if type(o).__name__ == "Warden")
+    os.rename(os.path.join(os.path.dirname(warden.sealed_dir), "forged.json"),
+              os.path.join(warden.sealed_dir, "online_softmax_attention.physical.json"))
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False):
+    try:
+        _plant()
+    except OSError:
+        pass
+    return torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), -1) @ v
+'''
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the physical check needs the filter")
+def test_a_seal_planted_from_the_measured_process_is_never_the_one_judged(tmp_path, shell):
+    forged = {"format": SEAL_FORMAT, "exercise": "online_softmax_attention",
+              "session": "physical", "seed": 1, "record": {"status": "ok"},
+              "facts": {"peak_memory_mb": 1.0, "cpu_seconds": 0.1}}
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    warden = Warden(_plan(PLANT), str(tmp_path), shell)
+    try:
+        warden.run_physical_checks(time.monotonic() + 120)
+    finally:
+        warden.close()
+    assert (tmp_path / "forged.json").exists()  # the filter refused the move
+    seal = json.loads((tmp_path / "sealed" / "online_softmax_attention.physical.json"
+                       ).read_text())
+    assert "planted" not in seal["facts"]
+    verdict = judge_physical(get_exercise("online_softmax_attention"), seal)
+    assert verdict.mistake == "builds_full_scores", (verdict, seal["facts"])
+
+
+def test_a_file_already_at_a_seals_name_is_replaced_and_judged_as_tampering(tmp_path, shell):
+    warden = Warden(_plan(ONLINE), str(tmp_path), shell)
+    try:
+        (tmp_path / "sealed" / "online_softmax_attention.physical.json").write_text("{}")
+        warden.seal("online_softmax_attention", "physical", 5, {"status": "ok"}, {})
+    finally:
+        warden.close()
+    seal = json.loads((tmp_path / "sealed" / "online_softmax_attention.physical.json"
+                       ).read_text())
+    assert seal["seed"] == 5 and "already in the sealed folder" in seal["facts"]["planted"]
+    verdict = judge_physical(get_exercise("online_softmax_attention"), seal)
+    assert verdict.flags == ("bad_record",) and verdict.problem
+    # a generic seal in the physical seal's place is not the grader's measurement either
+    other = {**seal, "session": "generic", "facts": {}}
+    assert judge_physical(get_exercise("online_softmax_attention"), other).flags == (
+        "bad_record",)
