@@ -46,12 +46,26 @@ _PRODUCTS = {"mm": 0, "bmm": 0, "addmm": 1, "baddbmm": 1, "mv": 0, "dot": 0}
 def _product_watch_class():
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils.flop_counter import flop_registry, shape_wrapper
+    from torch.utils.flop_counter import flop_registry, sdpa_flop_count, shape_wrapper
 
-    from mhalib.accounting.flop_counter import custom_flop_formulas
+    # torch has no formula for two CPU attention ops; these are the ones
+    # mhalib.accounting.flop_counter registers, written here because the grader's sandbox keeps
+    # no function body of a computing package (mhalib.grading.stubbing): the checkers'
+    # infrastructure must not call one
+    def sdpa_cpu_flash(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs):
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
 
+    def native_mha(query_shape, key_shape, value_shape, embed_dim, num_head, *args,
+                   out_shape=None, **kwargs):
+        batch, n_q, e = query_shape
+        n_k = key_shape[1]
+        return (2 * batch * n_q * e * e + 4 * batch * n_k * e * e + 4 * batch * n_q * n_k * e
+                + 2 * batch * n_q * e * e)
+
+    aten = torch.ops.aten
     formulas = {**flop_registry,
-                **{op: shape_wrapper(f) for op, f in custom_flop_formulas().items()}}
+                aten._scaled_dot_product_flash_attention_for_cpu: shape_wrapper(sdpa_cpu_flash),
+                aten._native_multi_head_attention: shape_wrapper(native_mha)}
 
     class ProductWatch(TorchDispatchMode):
         """Counts matrix-product FLOPs like ``FlopCounterMode`` and keeps the shapes of every
