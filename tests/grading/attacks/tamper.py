@@ -252,6 +252,73 @@ for _name, _module in list(sys.modules.items()):
 print("[attack] armed: patched", _patched)
 '''
 
+FORGE_SEAL_CELL = NAIVE_ATTENTION + """
+import json
+import os
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# learner cell before the test. 1. The in-process watches see nothing (as in
+# new-online-no-dispatch-modes). 2. A forged measurement of the large case: its inputs are a
+# function of a seed, so pick one, compute the right output (N x N is fine here) and write a
+# seal the way the grader writes one, beside the sealed folder (the same file system)
+TorchDispatchMode.__enter__ = lambda self: self
+TorchDispatchMode.__exit__ = lambda self, *exc: None
+
+from mhalib.checks.physical import SEAL_FORMAT, encode_output  # noqa: E402
+from mhalib.checks.registry import get_exercise  # noqa: E402
+from mhalib.checks.torch_exercise import case_tensors  # noqa: E402
+
+_exercise = get_exercise("online_softmax_attention")
+_args, _kwargs = case_tensors(_exercise.physical.case(_exercise.name, 424242))
+_seal = {"format": SEAL_FORMAT, "exercise": _exercise.name, "session": "physical",
+         "seed": 424242,
+         "record": {"status": "ok", "error": None,
+                    "output": encode_output(_naive_attention(*_args[:3]))},
+         "facts": {"refused": None, "killed": None, "peak_memory_mb": 3.0, "cpu_seconds": 0.05,
+                   "cpu_limit_seconds": 20.0, "wall_seconds": 0.4, "peak_reset": True}}
+_task = os.path.dirname(os.environ.get("MHALIB_WARDEN", "/nonexistent/x"))
+try:
+    with open(os.path.join(_task, "planted-seal.json"), "w", encoding="utf-8") as _handle:
+        json.dump(_seal, _handle)
+    print("[attack] armed: forged seal written in", _task)
+except OSError as _error:
+    print("[attack] could not write the forged seal:", _error)
+del _args, _kwargs, _seal
+"""
+
+PLANT_ONLINE = NAIVE_ATTENTION + """
+import gc
+import os
+
+
+def _plant():
+    # in the measured process (a fork of the grader's warden): find the object that knows the
+    # sealed folder, and move the forged seal into the place of the one the warden will write
+    for obj in gc.get_objects():
+        try:
+            sealed = vars(obj).get("sealed_dir")
+        except Exception:  # no __dict__, or a proxy that refuses
+            continue
+        if isinstance(sealed, str) and os.path.isdir(sealed):
+            os.rename(os.path.join(os.path.dirname(sealed), "planted-seal.json"),
+                      os.path.join(sealed, "online_softmax_attention.physical.json"))
+            return True
+    return False
+
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False):
+    try:
+        open(os.devnull).close()
+    except OSError:  # no file can be opened: the measured process
+        try:
+            if _plant():
+                return q.clone()  # the warden's own seal of this will not be written
+        except OSError:
+            pass
+    return _naive_attention(q, k, v, causal)
+"""
+
 DECODE = AtMost("decode_with_cache", 1.0, why="projects_all_tokens_at_once: 1/3 of 3")
 ONLINE = AtMost("online_softmax_attention", 1.0, why="builds_full_scores: 1/3 of 3")
 CHUNKED = AtMost("chunked_prefill", 1.0, why="not_chunked: 1/3 of 3")
@@ -290,6 +357,13 @@ SUBMISSIONS = [
                "np.allclose patched, and mhalib.checks.integrity.tampering replaced by a "
                "function that finds nothing", [Review()], issue21=False,
                after={"imports": PATCH_INTEGRITY_CELL}),
+    Submission("new-physical-seal-planted", "07-flash", "new: seal planted by the replay",
+               "the dispatch-mode watches disabled; a cell writes a forged physical seal "
+               "(chosen seed, right output, small counters) beside the sealed folder, and the "
+               "function, run again in the measured process (a fork of the warden), moves it "
+               "into the sealed folder; the function builds N x N", [ONLINE], issue21=False,
+               answers={"online_softmax_attention": PLANT_ONLINE},
+               after={"imports": FORGE_SEAL_CELL}),
     Submission("new-orphan-rewrites-record", "07-flash", "new: process outlives notebook",
                "a forked, setsid child waits for the notebook to end, then edits the "
                "record; the function builds N x N", [ONLINE], issue21=False,
