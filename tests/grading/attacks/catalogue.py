@@ -31,6 +31,24 @@ BY_NAME = {s.name: s for s in CATALOGUE}
 if len(BY_NAME) != len(CATALOGUE):
     raise ValueError("two catalogue entries share a name")
 
+# The CI subset: one attack per mechanism, with the honest control and slip they are measured
+# against, in two lessons (one ``mhalib grade`` run each): the default run of test_attacks.py.
+CI_NAMES = (
+    "answer-viz06-sdpa-gqa",         # 1. an answer-key equivalent outside the stubbed packages
+    "answer-checks-online-variant",  # 1. the checkers' own mistake model with default knobs
+    "work-online-resize",            # 2. hidden work: N x N grown with resize_ (physical check)
+    "seed-frame-precompute",         # 3. predictable inputs: the seed read before the call
+    "tamper-record-rewrite",         # 4. a record rewritten after the test
+    "new-physical-seal-planted",     # 4. a forged physical seal moved into the sealed folder
+    "qc-seed-variant-copy",          # 5. a copied seed: variant (with its original)
+    "rubric-leaves-torch-online",    # 6. leaves_torch priced above the method slip
+    "diag-meta-device",              # 6. the meta-device diagnosis
+    "new-cell-claims-points-07",     # new: notebook JSON that claims points
+    "slip-online-full-scores",       # the honest slip the lesson-07 prices are compared with
+    "control-loops-06",              # honest controls, one per lesson
+    "control-sdpa-blocks-07",
+)
+
 ATTACKS = [s for s in CATALOGUE if s.kind == "attack"]
 CONTROLS = [s for s in CATALOGUE if s.kind == "control"]
 SLIPS = [s for s in CATALOGUE if s.kind == "slip"]
@@ -62,3 +80,6 @@ def with_dependencies(selected: list[Submission]) -> list[Submission]:
                 names |= needed
                 changed = True
     return [s for s in CATALOGUE if s.name in names]
+
+
+CI: list[Submission] = with_dependencies([BY_NAME[name] for name in CI_NAMES])

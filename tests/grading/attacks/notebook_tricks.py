@@ -15,13 +15,15 @@ from __future__ import annotations
 from tests.grading.attacks.spec import Full, Resources, SameMaxPoints, Submission
 
 
-def _claims_points(notebook: dict) -> None:
-    cell = {"cell_type": "code", "id": "bonus", "execution_count": None, "outputs": [],
-            "source": "print('all tests passed')",
-            "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
-                                      "points": 100, "grade_id": "test_mla_attention_bonus",
-                                      "schema_version": 3}}}
-    notebook["cells"].insert(len(notebook["cells"]) // 2, cell)
+def _claims_points(grade_id: str):
+    def mutate(notebook: dict) -> None:
+        cell = {"cell_type": "code", "id": "bonus", "execution_count": None, "outputs": [],
+                "source": "print('all tests passed')",
+                "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                          "points": 100, "grade_id": grade_id,
+                                          "schema_version": 3}}}
+        notebook["cells"].insert(len(notebook["cells"]) // 2, cell)
+    return mutate
 
 
 FLOOD_CELLS = 20_000
@@ -37,7 +39,11 @@ SUBMISSIONS = [
     Submission("new-cell-claims-points", "10-mla", "new: notebook JSON",
                "an added cell whose nbgrader metadata claims a 100-point locked test "
                "(test_mla_attention_bonus)", [SameMaxPoints(), Full()], issue21=False,
-               quick="right", mutate=_claims_points),
+               quick="right", mutate=_claims_points("test_mla_attention_bonus")),
+    Submission("new-cell-claims-points-07", "07-flash", "new: notebook JSON",
+               "the same in lesson 07 (test_online_softmax_attention_bonus; the CI subset's "
+               "lessons)", [SameMaxPoints(), Full()], issue21=False, quick="right",
+               mutate=_claims_points("test_online_softmax_attention_bonus")),
     Submission("new-cell-flood", "07-flash", "new: notebook JSON",
                f"{FLOOD_CELLS:,} one-line code cells appended (about 2.5 MB)",
                [Resources("control-isolated-07")], issue21=False,

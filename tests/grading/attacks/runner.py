@@ -44,13 +44,16 @@ class Row:
     mechanism: str
     expected: str
     got: str
-    verdict: str  # attacks: "held" / "THROUGH"; controls and slips: "ok" / "FAILED"
+    # attacks: "held" / "THROUGH" / "limit" (through, as a documented known limit says);
+    # controls and slips: "ok" / "FAILED"
+    verdict: str
     rules: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # "[attack] ..." lines the notebook printed
+    known_limit: str = ""
 
     @property
     def passed(self) -> bool:
-        return self.verdict in ("held", "ok")
+        return self.verdict in ("held", "ok", "limit")
 
 
 def mhalib_command() -> list[str]:
@@ -212,20 +215,21 @@ def evaluate(submissions: list[Submission], outcomes: dict[str, Outcome],
         if submission.kind != "attack":
             verdict = "ok" if ok else "FAILED"
         else:
-            verdict = "held" if ok else "THROUGH"
+            verdict = "held" if ok else "limit" if submission.known_limit else "THROUGH"
         rows.append(Row(submission.name, submission.kind, submission.assignment,
                         submission.family, submission.issue21, submission.mechanism,
                         submission.expected(), " | ".join(r["seen"] for r in results), verdict,
-                        results, list(outcome.notes)))
+                        results, list(outcome.notes), submission.known_limit or ""))
     return rows
 
 
-def select(only: list[str] | None) -> list[Submission]:
-    """Entries whose name contains one of ``only`` (all when empty), with what their rules
-    need."""
+def select(only: list[str] | None, exact: bool = False) -> list[Submission]:
+    """Entries whose name contains one of ``only`` (is one of them, with ``exact``; all when
+    empty), with what their rules need."""
     if not only:
         return list(CATALOGUE)
-    chosen = [s for s in CATALOGUE if any(part in s.name for part in only)]
+    chosen = [s for s in CATALOGUE
+              if any(part == s.name if exact else part in s.name for part in only)]
     if not chosen:
         raise ValueError(f"no catalogue entry matches {only}")
     return with_dependencies(chosen)
@@ -233,12 +237,12 @@ def select(only: list[str] | None) -> list[Submission]:
 
 def run_catalogue(out: Path | None = None, only: list[str] | None = None,
                   release: Path | None = None, source: Path = ROOT / "solutions",
-                  jobs: int = 2, log=print) -> dict:
+                  jobs: int = 2, log=print, exact: bool = False) -> dict:
     """Build, grade and evaluate; returns the report (also written to ``out``)."""
     started = time.monotonic()
     out = Path(out or tempfile.mkdtemp(prefix="mhalib-attacks-"))
     out.mkdir(parents=True, exist_ok=True)
-    submissions = select(only)
+    submissions = select(only, exact)
     lessons = assignments(submissions)
     release = make_release(lessons, Path(release or out / "release"))
     builder = Builder(release, source)

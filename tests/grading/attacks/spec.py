@@ -289,6 +289,10 @@ class Submission:
     isolated: bool = False  # graded in a run of its own (resource rules)
     filler: bool = True  # unnamed answer cells hold the instructor's answer
     demos: bool = False  # keep the lesson's ungraded demo cells (slow: up to 80 s a lesson)
+    # a documented known limit of the grader (why the rules cannot hold yet): when they do not,
+    # the verdict is "limit", not THROUGH (the entry stays, so a later fix shows as "held")
+    known_limit: str | None = None
+    ci: bool = False  # in the CI subset (one attack per mechanism, with the controls it needs)
 
     def expected(self) -> str:
         return "; ".join(rule.describe() for rule in self.rules)

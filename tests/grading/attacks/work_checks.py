@@ -288,6 +288,32 @@ TorchDispatchMode.__exit__ = lambda self, *exc: None
 print("[attack] armed: TorchDispatchMode.__enter__/__exit__ replaced")
 '''
 
+MOST_SCORES_FLOAT32 = '''import math
+
+import torch
+
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False):
+    """float32 scores for all but the last 512 queries at once, then the rest."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    n, scale = q.shape[-2], 1 / math.sqrt(q.shape[-1])
+    cut = max(n - 512, 0)
+    parts = []
+    for start, stop in ((0, cut), (cut, n)):
+        if stop <= start:
+            continue
+        s = qf[..., start:stop, :] @ kf.transpose(-1, -2) * scale
+        if causal:
+            rows = torch.arange(start, stop)[:, None] + (k.shape[-2] - n)
+            s = s.masked_fill(torch.arange(k.shape[-2])[None, :] > rows, float("-inf"))
+        s.sub_(s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp_()
+        total = s.sum(-1, keepdim=True)
+        s.div_(torch.where(total == 0, torch.ones_like(total), total))
+        parts.append((s @ vf).to(q.dtype))
+        del s
+    return torch.cat(parts, -2)
+'''
+
 NAIVE_ONLINE = NAIVE_ATTENTION + '''
 
 def online_softmax_attention(q, k, v, block_size=64, causal=False):
@@ -436,6 +462,12 @@ SUBMISSIONS = [
                "an earlier cell makes TorchDispatchMode.__enter__/__exit__ no-ops; "
                "online_softmax_attention builds the N x N scores", [online_slip()],
                issue21=False, answers={"online_softmax_attention": NAIVE_ONLINE},
+               after={"imports": NO_ENTER_CELL}),
+    Submission("new-online-float32-most-scores", "07-flash", "new: float32 under the limit",
+               "an earlier cell disables the dispatch-mode watches; online_softmax_attention "
+               "builds float32 scores for all but the last 512 queries at once (7/8 of N x N: "
+               "57 MiB at the large case's N = 4096), then the rest", [online_slip()],
+               issue21=False, answers={"online_softmax_attention": MOST_SCORES_FLOAT32},
                after={"imports": NO_ENTER_CELL}),
     Submission("new-chunked-custom-op", "11-serving", "new: opaque custom op",
                "chunked_prefill: the whole N x N attention inside a torch.library.custom_op "

@@ -202,3 +202,40 @@ def test_a_file_already_at_a_seals_name_is_replaced_and_judged_as_tampering(tmp_
     other = {**seal, "session": "generic", "facts": {}}
     assert judge_physical(get_exercise("online_softmax_attention"), other).flags == (
         "bad_record",)
+
+
+MOST_SCORES_FLOAT32 = '''
+import math
+import torch
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False):
+    """float32 scores for all but the last 512 queries at once (7/8 of N x N), then the rest."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    n = q.shape[-2]
+    parts = []
+    for start, stop in ((0, n - 512), (n - 512, n)):
+        s = qf[..., start:stop, :] @ kf.transpose(-1, -2)
+        s.mul_(1 / math.sqrt(q.shape[-1]))
+        s.sub_(s.amax(-1, keepdim=True)).exp_()
+        s.div_(s.sum(-1, keepdim=True))
+        parts.append((s @ vf).to(q.dtype))
+        del s
+    return torch.cat(parts, -2)
+'''
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the physical check needs the filter")
+def test_most_of_the_scores_in_float32_do_not_fit(tmp_path, shell):
+    # 57 MiB: under the 64 MiB the large case once allowed, with right outputs (float32 is
+    # within the tolerance)
+    facts, verdict = _physical(tmp_path, shell, MOST_SCORES_FLOAT32)
+    assert verdict.mistake == "builds_full_scores", (verdict, facts)
+
+
+@pytest.mark.parametrize("exercise", ["online_softmax_attention", "chunked_prefill"])
+def test_half_the_float32_scores_exceed_the_memory_limit(exercise):
+    # the forbidden method cannot pass in any dtype the tolerance accepts (float16 does not):
+    # float32 N x N scores of one head take at least twice the limit
+    checker = get_exercise(exercise)
+    n = checker.physical.case(exercise, 0).args[0].shape[-2]
+    assert n * n * 4 >= 2 * checker.physical.memory_mb * 2 ** 20
