@@ -232,7 +232,8 @@ def test_most_of_the_scores_in_float32_do_not_fit(tmp_path, shell):
     assert verdict.mistake == "builds_full_scores", (verdict, facts)
 
 
-@pytest.mark.parametrize("exercise", ["online_softmax_attention", "chunked_prefill"])
+@pytest.mark.parametrize("exercise", ["online_softmax_attention", "chunked_prefill",
+                                      "flash_attention_backward"])
 def test_half_the_float32_scores_exceed_the_memory_limit(exercise):
     # the forbidden method cannot pass in any dtype the tolerance accepts (float16 does not):
     # float32 N x N scores of one head take at least twice the limit
