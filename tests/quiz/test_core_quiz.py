@@ -229,3 +229,53 @@ def test_unknown_ids_and_bad_keys_are_refused():
         parse_key(question, {"answer": 9, "explanation": "x"})
     with pytest.raises(ValueError, match="mode="):
         release_data(ASSIGNMENT, "exam", COURSE.keys)
+
+
+@pytest.mark.parametrize("text,says", [
+    ("'a' * 300000000", "is not a number"),
+    ("b'a' * 300000000", "is not a number"),
+    ("(1,) * 100000000", "numbers only, got tuple"),
+    ("[1] * 100000000", "numbers only, got list"),
+    ("q.shape * 100000000", "numbers only, got tuple"),
+    ("-q.shape", "numbers only, got tuple"),
+    ("q.shape", "must be a number, got tuple"),
+    ("None", "is not a number"),
+    ("True + d_k", "numbers only, got bool"),
+    ("np.float64", "must be a number"),
+])
+def test_answers_are_numbers_only_and_bounded(text, says):
+    """A short answer cannot make the grader build a huge string, bytes or tuple: constants are
+    numbers, operators act on numbers, the result is a number."""
+    q = np.zeros((2, 3))
+    with pytest.raises(ExpressionError, match=says.replace("(", r"\(")):
+        evaluate(text, {"d_k": 64, "q": q})
+
+
+def test_an_operator_on_a_huge_array_is_refused():
+    big = np.zeros(2_000_000)
+    with pytest.raises(ExpressionError, match="too large"):
+        evaluate("x * 2", {"x": big})
+    assert evaluate("np.sum(x) + 1", {"x": big}) == 1
+
+
+def test_a_tuple_may_index_and_shapes_still_count():
+    q = np.arange(6.0).reshape(2, 3)
+    assert evaluate("q[1, 2] + q.shape[-1]", {"q": q}) == 8
+    assert evaluate("np.prod(q.shape) * 2", {"q": q}) == 12
+    assert evaluate("np.max((q[0, 0], 4)) + np.min([1, 2])", {"q": q}) == 5
+
+
+def test_an_evaluation_past_the_time_limit_stops(monkeypatch):
+    import mhalib.quiz.expression as expression
+
+    monkeypatch.setattr(expression, "TIME_LIMIT", 0.05)
+
+    def slow(x):
+        import time
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            pass
+        return x
+
+    with pytest.raises(ExpressionError, match="more than 0.05 s"):
+        evaluate("slow(1)", {"slow": slow})
