@@ -113,6 +113,8 @@ def _beside(best: str, detections: list[list[str]], votes: Counter[str]) -> dict
 def _status_problem(status, error, case) -> str:
     if status == "error" and str(error).startswith("NotImplementedError"):
         return "is not written yet (it still raises NotImplementedError)"
+    if status == "error" and str(error).startswith("an unusable return value"):
+        return f"gave {error} when called with {case.signature()}"
     if status == "error":
         return f"raised {error} when called with {case.signature()}"
     if status == "timeout":

@@ -55,7 +55,7 @@ def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = No
         try:
             with watch.watching(), time_limit(timeout):
                 output, meta = exercise.call(func, case)
-            entry["output"] = encode(to_plain(output))
+            entry["output"] = _encoded(output)
             entry["meta"] = meta
         except CallTimeout:
             entry["status"] = "timeout"
@@ -73,6 +73,18 @@ def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = No
                     "reason": f"your function calls mhalib's own answer ({watch.reached}); "
                               "write the computation yourself, this exercise scores 0."}
     return record
+
+
+def _encoded(output):
+    """The output as the record carries it; an output whose values cannot be read (a tensor on
+    the meta device has none) is an unusable return value, not an error the function raised
+    (a NotImplementedError here is not the release's stub)."""
+    try:
+        return encode(to_plain(output))
+    except EncodingError:
+        raise
+    except Exception as error:
+        raise EncodingError(f"its values cannot be read: {_short_error(error)[:200]}") from None
 
 
 def _short_error(error: BaseException) -> str:

@@ -109,3 +109,18 @@ def test_missing_function_and_answer_key_records():
     verdict = judge_record("softmax", record, seed=0)
     assert verdict.score == 0 and verdict.flags == ["called_answer_key"]
     assert "mhalib's own answer" in verdict.diagnosis
+
+
+def test_an_output_on_the_meta_device_is_not_told_not_written_yet():
+    import torch
+
+    from mhalib.checks import get_exercise, judge_record
+
+    def meta_output(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *args, **kwargs):
+        return torch.empty(x.shape, device="meta")
+
+    record = probe(get_exercise("grouped_query_attention"), meta_output, 0, "grading")
+    verdict = judge_record("grouped_query_attention", record, 0, "grading")
+    assert not verdict.passed and verdict.score == 0
+    assert "not written yet" not in verdict.diagnosis
+    assert "unusable return value" in verdict.diagnosis and "meta" in verdict.diagnosis
