@@ -267,6 +267,27 @@ class SameMaxPoints(Rule):
                                            + (f"; changed {changed}" if changed else ""))
 
 
+# Known limits (Submission.known_limit): why an entry's rules cannot hold with this grader. The
+# first two are limits the course lead accepts; the others say what the entry waits for.
+DECODE_IN_PROCESS = (
+    "accepted: decode_with_cache's 'projects only the new token / does not recompute the "
+    "prefix' is checked in the learner's own process only (no physical check), so work hidden "
+    "from the in-process watches there (another thread, disabled dispatch modes, a replaced "
+    "checker, products written without a matrix product) is not seen")
+FUSED_SDPA = (
+    "accepted: one SDPA call over all keys is checked in-process only; CPU SDPA's fused kernel "
+    "needs no N x N memory and little CPU, so the physical check cannot tell it from an online "
+    "softmax")
+INTEGRITY_IN_PROCESS = (
+    "design: the integrity flag is the learner's process reporting on its own memory (a hint, "
+    "like the in-process watches), so that process can erase the report; scores are decided "
+    "outside it, so the patch changes no score (the points here are the honest ones). No "
+    "witness that lives in the learner's process can meet 'erased, still flagged'")
+SIMILARITY_PENDING = (
+    "pending: the class similarity report (shared seed: variants, near-identical notebooks) is "
+    "being written in main by the lead; until then nothing flags a copied variant")
+
+
 @dataclass
 class Submission:
     """One catalogue entry; ``name`` is its student id in the graded class."""

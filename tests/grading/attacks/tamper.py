@@ -20,7 +20,7 @@ from tests.grading.attacks.snippets import (
     SINGLE_PASS_GQA,
     WHOLE_PROMPT,
 )
-from tests.grading.attacks.spec import AtMost, Review, Submission
+from tests.grading.attacks.spec import INTEGRITY_IN_PROCESS, AtMost, Review, Submission
 
 SINGLE_PASS_DECODE = SINGLE_PASS_GQA + '''
 
@@ -352,11 +352,13 @@ SUBMISSIONS = [
     Submission("new-step-log-rewrite", "06-gqa", "new: step log rewritten",
                "np.allclose patched (integrity), then the last cell rewrites steps.jsonl "
                "without the tampering entries", [Review()], issue21=False,
-               after={"imports": PATCH_NUMPY_CELL, "end": ERASE_LOG_CELL}),
+               after={"imports": PATCH_NUMPY_CELL, "end": ERASE_LOG_CELL},
+               known_limit=INTEGRITY_IN_PROCESS),
     Submission("new-integrity-check-patched", "06-gqa", "new: tamper check patched",
                "np.allclose patched, and mhalib.checks.integrity.tampering replaced by a "
                "function that finds nothing", [Review()], issue21=False,
-               after={"imports": PATCH_INTEGRITY_CELL}),
+               after={"imports": PATCH_INTEGRITY_CELL},
+               known_limit=INTEGRITY_IN_PROCESS),
     Submission("new-physical-seal-planted", "07-flash", "new: seal planted by the replay",
                "the dispatch-mode watches disabled; a cell writes a forged physical seal "
                "(chosen seed, right output, small counters) beside the sealed folder, and the "

@@ -23,7 +23,7 @@ from tests.grading.attacks.snippets import (
     SINGLE_PASS_GQA,
     WHOLE_PROMPT,
 )
-from tests.grading.attacks.spec import AtMost, Submission
+from tests.grading.attacks.spec import FUSED_SDPA, AtMost, Submission
 
 
 def decode_slip() -> AtMost:
@@ -439,7 +439,8 @@ SUBMISSIONS = [
     Submission("work-online-fused-sdpa", "07-flash", "2 work check",
                "online_softmax_attention = one fused F.scaled_dot_product_attention over all "
                "keys, block_size ignored", [online_slip()],
-               answers={"online_softmax_attention": FUSED_SDPA_ONLINE}),
+               answers={"online_softmax_attention": FUSED_SDPA_ONLINE},
+               known_limit=FUSED_SDPA),
     Submission("work-chunked-thread", "11-serving", "2 work check",
                "chunked_prefill = the whole prompt at once (N x N scores), in a thread",
                [chunked_slip()], answers={"chunked_prefill": THREAD_CHUNKED}),
