@@ -274,6 +274,10 @@ class Warden:
         # runs the notebook's definitions and says when it is ready for the seed
         locked = _read_message(from_child, min(started + REPLAY_SECONDS, deadline))
         vm_before_replay = _status_mb(pid, "VmSize")
+        # the peak counts from here, before the definitions: memory they hold (a buffer in a
+        # parameter default, filled before the call) is memory the call uses
+        peak_reset = _reset_peak(pid)
+        rss_start = _status_mb(pid, "VmRSS")
         os.write(to_child, b'{"go": true}\n')
         ready = _read_message(from_child, min(started + 2 * REPLAY_SECONDS, deadline))
         vm_start = _status_mb(pid, "VmSize")
@@ -293,8 +297,6 @@ class Warden:
                                 f"check starts (at most {REPLAY_MB} MiB are allowed): delete big "
                                 "tensors you keep in globals or parameter defaults")
             return None, facts
-        peak_reset = _reset_peak(pid)
-        rss_start = _status_mb(pid, "VmRSS")
         cpu_start = _cpu_seconds(pid)
         room = int((vm_start + checker.physical.memory_mb * 2) * 1024 * 1024)
         cpu_limit = checker.physical.cpu_seconds
@@ -311,7 +313,7 @@ class Warden:
             facts["killed"] = "wall" if time.monotonic() >= call_deadline else None
             _kill(pid)
         status, usage = _wait(pid)
-        peak_mb = usage.ru_maxrss / 1024 - rss_start  # the peak since the reset, above the start
+        peak_mb = usage.ru_maxrss / 1024 - rss_start  # the peak since before the definitions
         cpu = usage.ru_utime + usage.ru_stime - cpu_start
         if os.WIFSIGNALED(status) and facts["killed"] is None:
             number = os.WTERMSIG(status)

@@ -42,7 +42,9 @@ def online_softmax_attention(q, k, v, block_size=64, causal=False):
 '''
 BUFFER = '''
 import torch
-KEEP = torch.ones(12_000_000, dtype=torch.float64)
+
+def keep(buffer=torch.ones(12_000_000, dtype=torch.float64)):  # run again: a default value
+    return buffer
 '''
 
 
@@ -240,3 +242,40 @@ def test_half_the_float32_scores_exceed_the_memory_limit(exercise):
     checker = get_exercise(exercise)
     n = checker.physical.case(exercise, 0).args[0].shape[-2]
     assert n * n * 4 >= 2 * checker.physical.memory_mb * 2 ** 20
+
+
+POOL_IN_A_DEFAULT = '''
+import math
+import torch
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False,
+                             _pool=torch.ones(15_000_000, dtype=torch.float32)):
+    """float32 scores for all but the last 512 queries, in memory the definitions already hold."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    n, m = q.shape[-2], k.shape[-2]
+    cut = max(n - 512, 0)
+    parts = []
+    for start, stop in ((0, cut), (cut, n)):
+        if stop <= start:
+            continue
+        rows = stop - start
+        if rows * m <= _pool.numel() and q.dim() == 4 and q.shape[0] * q.shape[1] == 1:
+            s = _pool[:rows * m].view(1, 1, rows, m)
+            torch.matmul(qf[..., start:stop, :], kf.transpose(-1, -2), out=s)
+        else:
+            s = qf[..., start:stop, :] @ kf.transpose(-1, -2)
+        s.mul_(1 / math.sqrt(q.shape[-1]))
+        s.sub_(s.amax(-1, keepdim=True)).exp_()
+        s.div_(s.sum(-1, keepdim=True))
+        parts.append((s @ vf).to(q.dtype))
+    return torch.cat(parts, -2)
+'''
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the physical check needs the filter")
+def test_memory_the_definitions_hold_counts_as_the_calls(tmp_path, shell):
+    # a 60 MB buffer filled by a parameter default (under the 64 MB the definitions may hold)
+    # took float32 scores for 7/8 of the queries with 2 MiB of new memory at the call
+    facts, verdict = _physical(tmp_path, shell, POOL_IN_A_DEFAULT)
+    assert verdict.mistake == "builds_full_scores", (verdict, facts)
+    assert facts["peak_memory_mb"] > 50
