@@ -314,6 +314,32 @@ def online_softmax_attention(q, k, v, block_size=64, causal=False):
     return torch.cat(parts, -2)
 '''
 
+POOL_DEFAULT_ONLINE = '''import math
+import torch
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False,
+                             _pool=torch.ones(15_000_000, dtype=torch.float32)):
+    """float32 scores for all but the last 512 queries, in memory the definitions already hold."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    n, m = q.shape[-2], k.shape[-2]
+    cut = max(n - 512, 0)
+    parts = []
+    for start, stop in ((0, cut), (cut, n)):
+        if stop <= start:
+            continue
+        rows = stop - start
+        if rows * m <= _pool.numel() and q.dim() == 4 and q.shape[0] * q.shape[1] == 1:
+            s = _pool[:rows * m].view(1, 1, rows, m)
+            torch.matmul(qf[..., start:stop, :], kf.transpose(-1, -2), out=s)
+        else:
+            s = qf[..., start:stop, :] @ kf.transpose(-1, -2)
+        s.mul_(1 / math.sqrt(q.shape[-1]))
+        s.sub_(s.amax(-1, keepdim=True)).exp_()
+        s.div_(s.sum(-1, keepdim=True))
+        parts.append((s @ vf).to(q.dtype))
+    return torch.cat(parts, -2)
+'''
+
 NAIVE_ONLINE = NAIVE_ATTENTION + '''
 
 def online_softmax_attention(q, k, v, block_size=64, causal=False):
@@ -469,6 +495,13 @@ SUBMISSIONS = [
                "builds float32 scores for all but the last 512 queries at once (7/8 of N x N: "
                "57 MiB at the large case's N = 4096), then the rest", [online_slip()],
                issue21=False, answers={"online_softmax_attention": MOST_SCORES_FLOAT32},
+               after={"imports": NO_ENTER_CELL}),
+    Submission("new-online-pool-default", "07-flash", "new: buffer held by the definitions",
+               "an earlier cell disables the dispatch-mode watches; online_softmax_attention "
+               "writes float32 scores for 7/8 of the queries into a 60 MB buffer its parameter "
+               "default filled (the definitions, run again in the measured process, may hold "
+               "64 MB)", [online_slip()], issue21=False,
+               answers={"online_softmax_attention": POOL_DEFAULT_ONLINE},
                after={"imports": NO_ENTER_CELL}),
     Submission("new-chunked-custom-op", "11-serving", "new: opaque custom op",
                "chunked_prefill: the whole N x N attention inside a torch.library.custom_op "
