@@ -283,6 +283,9 @@ INTEGRITY_IN_PROCESS = (
     "like the in-process watches), so that process can erase the report; scores are decided "
     "outside it, so the patch changes no score (the points here are the honest ones). No "
     "witness that lives in the learner's process can meet 'erased, still flagged'")
+LEAVES_TORCH_PENDING = (
+    "pending: leaves_torch's price for decode_with_cache (1/2, above the 1/3 of the method slip) "
+    "is set in mhalib/grading/default_rubric.py, which the lead is changing in main")
 SIMILARITY_PENDING = (
     "pending: the class similarity report (shared seed: variants, near-identical notebooks) is "
     "being written in main by the lead; until then nothing flags a copied variant")

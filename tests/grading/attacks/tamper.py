@@ -20,7 +20,13 @@ from tests.grading.attacks.snippets import (
     SINGLE_PASS_GQA,
     WHOLE_PROMPT,
 )
-from tests.grading.attacks.spec import INTEGRITY_IN_PROCESS, AtMost, Review, Submission
+from tests.grading.attacks.spec import (
+    DECODE_IN_PROCESS,
+    INTEGRITY_IN_PROCESS,
+    AtMost,
+    Review,
+    Submission,
+)
 
 SINGLE_PASS_DECODE = SINGLE_PASS_GQA + '''
 
@@ -328,7 +334,8 @@ SUBMISSIONS = [
                "DecodeWithCache.call replaced from a cell (reports one token per projection); "
                "decode_with_cache = one causal pass", [DECODE],
                answers={"decode_with_cache": SINGLE_PASS_DECODE},
-               after={"decode_with_cache": PATCH_CHECKER_METHOD}),
+               after={"decode_with_cache": PATCH_CHECKER_METHOD},
+               known_limit=DECODE_IN_PROCESS),
     Submission("tamper-checker-globals", "07-flash", "4 writable checker",
                "mhalib.checks.lesson07.torch_only and .largest_new_tensor replaced from a "
                "cell; online_softmax_attention = N x N in numpy", [ONLINE],
@@ -348,7 +355,8 @@ SUBMISSIONS = [
                "a cell puts a module of its own in sys.modules['mhalib.checks.lesson06'] whose "
                "decode checker reports one token per projection; one causal pass", [DECODE],
                issue21=False, answers={"decode_with_cache": SINGLE_PASS_DECODE},
-               after={"decode_with_cache": SWAP_CHECKER_MODULE}),
+               after={"decode_with_cache": SWAP_CHECKER_MODULE},
+               known_limit=DECODE_IN_PROCESS),
     Submission("new-step-log-rewrite", "06-gqa", "new: step log rewritten",
                "np.allclose patched (integrity), then the last cell rewrites steps.jsonl "
                "without the tampering entries", [Review()], issue21=False,

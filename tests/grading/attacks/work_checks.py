@@ -23,7 +23,7 @@ from tests.grading.attacks.snippets import (
     SINGLE_PASS_GQA,
     WHOLE_PROMPT,
 )
-from tests.grading.attacks.spec import FUSED_SDPA, AtMost, Submission
+from tests.grading.attacks.spec import DECODE_IN_PROCESS, FUSED_SDPA, AtMost, Submission
 
 
 def decode_slip() -> AtMost:
@@ -442,18 +442,22 @@ SUBMISSIONS = [
     Submission("work-decode-mul-sum", "06-gqa", "2 work check",
                "decode_with_cache projects every token before the loop with a broadcast "
                "multiply-and-sum (no matrix product)", [decode_slip()],
-               answers={"decode_with_cache": MUL_SUM_DECODE}),
+               answers={"decode_with_cache": MUL_SUM_DECODE},
+               known_limit=DECODE_IN_PROCESS),
     Submission("work-decode-conv1d", "06-gqa", "2 work check",
                "decode_with_cache projects every token before the loop with F.conv1d",
-               [decode_slip()], answers={"decode_with_cache": CONV1D_DECODE}),
+               [decode_slip()], answers={"decode_with_cache": CONV1D_DECODE},
+               known_limit=DECODE_IN_PROCESS),
     Submission("work-decode-thread", "06-gqa", "2 work check",
                "decode_with_cache = one causal pass over the whole sequence, in a thread "
                "started inside the call", [decode_slip()],
-               answers={"decode_with_cache": THREAD_DECODE}),
+               answers={"decode_with_cache": THREAD_DECODE},
+               known_limit=DECODE_IN_PROCESS),
     Submission("work-decode-disable-modes", "06-gqa", "2 work check",
                "decode_with_cache = one causal pass inside "
                "torch.utils._python_dispatch._disable_current_modes()", [decode_slip()],
-               answers={"decode_with_cache": NO_MODES_DECODE}),
+               answers={"decode_with_cache": NO_MODES_DECODE},
+               known_limit=DECODE_IN_PROCESS),
     Submission("work-online-ctypes-numpy", "07-flash", "2 work check",
                "online_softmax_attention builds the N x N scores in numpy, reached through "
                "data_ptr() and ctypes (no Tensor.numpy())", [online_slip()],
@@ -480,7 +484,8 @@ SUBMISSIONS = [
                "decode_with_cache hands the whole sequence to a worker thread started in an "
                "earlier cell (one causal pass)", [decode_slip()], issue21=False,
                answers={"decode_with_cache": EARLIER_THREAD_DECODE},
-               after={"imports": EARLIER_THREAD_CELL}),
+               after={"imports": EARLIER_THREAD_CELL},
+               known_limit=DECODE_IN_PROCESS),
     Submission("new-chunked-fork", "11-serving", "new: os.fork",
                "chunked_prefill: the whole prompt computed by a forked child process, the "
                "result piped back as bytes", [chunked_slip()], issue21=False,
