@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="list the catalogue and stop")
     parser.add_argument("--report", type=Path, help="print the table of a past run's report")
+    parser.add_argument("--rejudge", type=Path, help="evaluate a finished run folder again with "
+                        "the current rules and known limits (no grading)")
     parser.add_argument("--wide", action="store_true", help="one line per entry")
     parser.add_argument("--notes", action="store_true",
                         help="also print the [attack] lines each notebook printed (whether its "
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tests.grading.attacks.catalogue import CATALOGUE
-    from tests.grading.attacks.runner import rows_of, run_catalogue
+    from tests.grading.attacks.runner import rejudge, rows_of, run_catalogue
 
     width = shutil.get_terminal_size((160, 40)).columns
     if args.list:
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'':<32} expects: {entry.expected()}")
         print(f"{len(CATALOGUE)} entries")
         return 0
-    if args.report:
+    if args.rejudge:
+        report = rejudge(args.rejudge)
+    elif args.report:
         report = json.loads(args.report.read_text(encoding="utf-8"))
     else:
         report = run_catalogue(args.out, args.only, args.release, jobs=args.jobs,

@@ -287,6 +287,34 @@ def run_catalogue(out: Path | None = None, only: list[str] | None = None,
     return report
 
 
+def rejudge(out: Path) -> dict:
+    """Evaluate a finished run folder again with the catalogue's current rules and known limits
+    (nothing is graded: the outcomes are read from what the grader wrote there)."""
+    out = Path(out)
+    old = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    names = {row["name"] for row in old["rows"]}
+    submissions = [s for s in CATALOGUE if s.name in names]
+    outcomes: dict[str, Outcome] = {}
+    for run in old["runs"]:
+        folder = out / "alone" / run["alone"] if run.get("alone") else out / "class" / run[
+            "assignment"]
+        for name, outcome in read_outcomes(folder / "course", run["assignment"]).items():
+            outcome.run_seconds = run["seconds"]
+            outcome.grader_cpu_seconds = run.get("cpu_seconds")
+            outcome.peak_rss_mb = run.get("peak_mb")
+            outcomes[name] = outcome
+    builder = Builder(out / "release")
+    lessons = assignments(submissions)
+    model_points = {a: {item: builder.model(a).points_of(item)
+                        for item in [*builder.model(a).exercises, *builder.model(a).questions]}
+                    for a in lessons}
+    rows = evaluate(submissions, outcomes, model_points)
+    report = {**old, "rows": [asdict(r) for r in rows]}
+    (out / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    (out / "report.md").write_text(markdown_table(rows, report), encoding="utf-8")
+    return report
+
+
 def rows_of(report: dict) -> list[Row]:
     return [Row(**row) for row in report["rows"]]
 
