@@ -293,50 +293,69 @@ MOST_SCORES_FLOAT32 = '''import math
 import torch
 
 
+def _scores_into(s, q, k, start, stop, causal):
+    """softmax(q k^T / sqrt(d)) of query rows start:stop, in place in s (float32)."""
+    torch.matmul(q[..., start:stop, :], k.transpose(-1, -2), out=s)
+    s.mul_(1 / math.sqrt(q.shape[-1]))
+    if causal:
+        rows = torch.arange(start, stop)[:, None] + (k.shape[-2] - q.shape[-2])
+        s.masked_fill_(torch.arange(k.shape[-2])[None, :] > rows, float("-inf"))
+    s.sub_(s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp_()
+    total = s.sum(-1, keepdim=True)
+    s.div_(torch.where(total == 0, torch.ones_like(total), total))
+    return s
+
+
 def online_softmax_attention(q, k, v, block_size=64, causal=False):
-    """float32 scores for all but the last 512 queries at once, then the rest."""
-    qf, kf, vf = q.float(), k.float(), v.float()
-    n, scale = q.shape[-2], 1 / math.sqrt(q.shape[-1])
-    cut = max(n - 512, 0)
-    parts = []
-    for start, stop in ((0, cut), (cut, n)):
-        if stop <= start:
-            continue
-        s = qf[..., start:stop, :] @ kf.transpose(-1, -2) * scale
-        if causal:
-            rows = torch.arange(start, stop)[:, None] + (k.shape[-2] - n)
-            s = s.masked_fill(torch.arange(k.shape[-2])[None, :] > rows, float("-inf"))
-        s.sub_(s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp_()
-        total = s.sum(-1, keepdim=True)
-        s.div_(torch.where(total == 0, torch.ones_like(total), total))
-        parts.append((s @ vf).to(q.dtype))
-        del s
-    return torch.cat(parts, -2)
-'''
-
-POOL_DEFAULT_ONLINE = '''import math
-import torch
-
-def online_softmax_attention(q, k, v, block_size=64, causal=False,
-                             _pool=torch.ones(15_000_000, dtype=torch.float32)):
-    """float32 scores for all but the last 512 queries, in memory the definitions already hold."""
+    """float32 scores for all but the last 512 queries at once (7/8 of N x N), then the rest."""
     qf, kf, vf = q.float(), k.float(), v.float()
     n, m = q.shape[-2], k.shape[-2]
     cut = max(n - 512, 0)
     parts = []
     for start, stop in ((0, cut), (cut, n)):
+        if stop > start:
+            s = torch.empty(*q.shape[:-2], stop - start, m)
+            parts.append((_scores_into(s, qf, kf, start, stop, causal) @ vf).to(q.dtype))
+            del s
+    return torch.cat(parts, -2)
+'''
+
+POOL_DEFAULT_ONLINE = '''import math
+
+import torch
+
+
+def _scores_into(s, q, k, start, stop, causal):
+    """softmax(q k^T / sqrt(d)) of query rows start:stop, in place in s (float32)."""
+    torch.matmul(q[..., start:stop, :], k.transpose(-1, -2), out=s)
+    s.mul_(1 / math.sqrt(q.shape[-1]))
+    if causal:
+        rows = torch.arange(start, stop)[:, None] + (k.shape[-2] - q.shape[-2])
+        s.masked_fill_(torch.arange(k.shape[-2])[None, :] > rows, float("-inf"))
+    s.sub_(s.amax(-1, keepdim=True).nan_to_num(neginf=0.0)).exp_()
+    total = s.sum(-1, keepdim=True)
+    s.div_(torch.where(total == 0, torch.ones_like(total), total))
+    return s
+
+
+def online_softmax_attention(q, k, v, block_size=64, causal=False,
+                             _pool=torch.ones(15_000_000, dtype=torch.float32)):
+    """The same, in a 60 MB buffer that the parameter default filled when defined."""
+    qf, kf, vf = q.float(), k.float(), v.float()
+    n, m = q.shape[-2], k.shape[-2]
+    lead = q.shape[:-2]
+    cut = max(n - 512, 0)
+    parts = []
+    for start, stop in ((0, cut), (cut, n)):
         if stop <= start:
             continue
-        rows = stop - start
-        if rows * m <= _pool.numel() and q.dim() == 4 and q.shape[0] * q.shape[1] == 1:
-            s = _pool[:rows * m].view(1, 1, rows, m)
-            torch.matmul(qf[..., start:stop, :], kf.transpose(-1, -2), out=s)
+        size = math.prod(lead) * (stop - start) * m
+        if size <= _pool.numel():
+            s = _pool[:size].view(*lead, stop - start, m)
         else:
-            s = qf[..., start:stop, :] @ kf.transpose(-1, -2)
-        s.mul_(1 / math.sqrt(q.shape[-1]))
-        s.sub_(s.amax(-1, keepdim=True)).exp_()
-        s.div_(s.sum(-1, keepdim=True))
-        parts.append((s @ vf).to(q.dtype))
+            s = torch.empty(*lead, stop - start, m)
+        parts.append((_scores_into(s, qf, kf, start, stop, causal) @ vf).to(q.dtype))
+        del s
     return torch.cat(parts, -2)
 '''
 
