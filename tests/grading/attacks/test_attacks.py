@@ -1,7 +1,7 @@
 """Every rule of the attack catalogue holds when ``mhalib grade`` grades it.
 
 The default run grades the CI subset (``catalogue.CI``: one attack per mechanism, the controls
-and honest slips they are measured against; two ``mhalib grade`` runs, about 3 minutes on 2
+and honest slips they are measured against; two ``mhalib grade`` runs, about 2 minutes on 2
 shared cores). ``MHALIB_ATTACKS_FULL=1`` grades the whole catalogue (one run per lesson plus
 the entries graded alone: 15 to 20 minutes); ``MHALIB_ATTACKS_ONLY`` (space-separated name
 parts, as ``--only``) grades part of it, and ``MHALIB_ATTACKS_REPORT`` checks a past run's
