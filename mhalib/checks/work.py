@@ -93,10 +93,21 @@ def _product_watch_class():
             out = func(*args, **kwargs)
             if packet in formulas:
                 self.flops += int(formulas[packet](*args, **kwargs, out_val=out))
-                self._record(packet.__name__, args)
+                self._record(packet.__name__, args, out)
             return out
 
-        def _record(self, name, args):
+        def _record(self, name, args, out=None):
+            if name == "convolution" and len(args) >= 2 and isinstance(out, torch.Tensor):
+                # a convolution is a matrix product per output position: (batch, positions,
+                # in channels x kernel) @ (.., out channels); a width-1 conv1d over the tokens
+                # is a projection of every token at once
+                x, weight = args[0], args[1]
+                if isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and (
+                        x.dim() >= 3 and out.dim() >= 3):
+                    positions = int(out[0, 0].numel())
+                    self.products.append((name, int(x.shape[0]), positions,
+                                          int(weight[0].numel()), int(weight.shape[0])))
+                return
             if name in _PRODUCTS:
                 a, b = args[_PRODUCTS[name]], args[_PRODUCTS[name] + 1]
                 if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):

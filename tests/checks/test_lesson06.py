@@ -105,3 +105,31 @@ def test_first_visible_decode_check_is_instant():
     measured = first_check_in_fresh_process("decode_with_cache")
     assert not measured["dynamo"]
     assert measured["cpu"] < 0.8, measured
+
+
+def _conv_projection(t, w):
+    """t @ w as a width-1 convolution over the tokens (no matrix product op)."""
+    out = torch.nn.functional.conv1d(t.transpose(1, 2), w.T.unsqueeze(-1))
+    return out.transpose(1, 2)
+
+
+def decode_project_first_by_conv1d(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """Every token projected before the loop, as a convolution (attack catalogue:
+    work-decode-conv1d); the output projection per step stays a product."""
+    split = answers._split
+    q_all = split(_conv_projection(x, w_q), num_heads)
+    k_all = split(_conv_projection(x, w_k), num_kv_heads)
+    v_all = split(_conv_projection(x, w_v), num_kv_heads)
+    outs = []
+    for t in range(x.shape[1]):
+        outs.append(torch.nn.functional.scaled_dot_product_attention(
+            q_all[:, :, t:t + 1], k_all[:, :, :t + 1], v_all[:, :, :t + 1], enable_gqa=True))
+    return answers._merge(torch.cat(outs, dim=2)) @ w_o
+
+
+def test_projections_written_as_a_convolution_are_seen():
+    _, watch = watch_products(torch.nn.functional.conv1d, torch.ones(2, 8, 5),
+                              torch.ones(3, 8, 1))
+    assert watch.products == [("convolution", 2, 5, 8, 3)]
+    h.assert_named("decode_with_cache", decode_project_first_by_conv1d,
+                   "projects_all_tokens_at_once")
