@@ -37,7 +37,7 @@ class CausalMask(Exercise):
     def visible_cases(self, rng):
         return [
             Case("n_q = 5 (square)", (5,)),
-            Case("3 new queries over a cache of 6 keys", (3, 6)),
+            Case("3 new queries, 6 keys in all (3 cached before them)", (3, 6)),
             Case("n_k as a keyword", (4,), {"n_k": 7}),
         ]
 

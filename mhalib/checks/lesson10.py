@@ -85,9 +85,10 @@ class MLAKVCacheBytes(Exercise):
                         "(kv_lora_rank + rope_head_dim) numbers per token and layer.",
                         wrong(rope_copies=0)),
             WrongAnswer("k_and_v_doubled", "the factor 2 of an MHA/GQA cache does not apply: MLA "
-                        "stores no separate keys and values. Keys AND values are both recomputed "
-                        "from the one latent, so each token and layer costs kv_lora_rank + "
-                        "rope_head_dim numbers, once.", wrong(rank_copies=2, rope_copies=2)),
+                        "stores no separate keys and values: both are up-projections of the one "
+                        "cached latent, and the small RoPE key is stored once (there is no RoPE "
+                        "value), so each token and layer costs kv_lora_rank + rope_head_dim "
+                        "numbers, once.", wrong(rank_copies=2, rope_copies=2)),
             WrongAnswer("latent_doubled", "the latent was counted twice (once for keys, once for "
                         "values): keys and values are both up-projections of the same cached "
                         "latent, which is stored once.", wrong(rank_copies=2)),

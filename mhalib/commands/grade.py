@@ -106,6 +106,9 @@ def _report(summary, run) -> None:
     print(f"gradebook integrity: {summary.integrity}")
     for path in summary.exports:
         print(f"export: {path}")
+    if summary.similarity:
+        print(f"similarity: {summary.similar_pairs} pair(s) to look at in "
+              f"{summary.similarity[-1]}")
     if summary.feedback:
         print(f"feedback: {len(summary.feedback)} page(s) under "
               f"{summary.feedback[0].parents[2]}")

@@ -18,6 +18,9 @@ How the shares were chosen:
   online rescaling, a score that reads the wrong diagonal, an answer that is not measured; and
   catch-all symptoms that also cover degenerate answers (attention's ``wrong_scale`` matches
   uniform weights, a scale of 0, that ignore q and k).
+- ``leaves_torch`` (the same computation moved to numpy or plain Python, where the work checks
+  cannot see it) never earns more than the cheapest method slip of its exercise (the N x N
+  scores, the prefix recomputed, ...): moving a method slip out of torch must not pay.
 
 Every mistake the checkers had when this was written is rated; one added later earns 0 until
 it is rated here (tests/grading/test_rubric.py lists the unrated ones and fails on names the
@@ -123,7 +126,7 @@ DEFAULT_RUBRIC: dict = {
         "no_factor_2": THIRD, "no_layers": THIRD, "per_token": THIRD, "no_kv_heads": THIRD,
         "no_head_dim": THIRD}},
     "decode_with_cache": {"mistakes": {
-        "leaves_torch": HALF, "recomputes_prefix": THIRD, "projects_all_tokens_at_once": THIRD,
+        "leaves_torch": THIRD, "recomputes_prefix": THIRD, "projects_all_tokens_at_once": THIRD,
         "top_left_causal": THIRD, "excludes_current_token": THIRD, "no_scale": THIRD,
         "not_causal": 0, "tiled_groups": 0}},
     # -- 07 flash attention --------------------------------------------------------------------
@@ -134,7 +137,7 @@ DEFAULT_RUBRIC: dict = {
         "swapped_weights": 0}},
     "online_softmax_attention": {"mistakes": {
         "nan_for_empty_rows": TWO_THIRDS, "no_max_subtraction": HALF, "drops_last_block": HALF,
-        "causal_top_left": HALF, "leaves_torch": HALF, "builds_full_scores": THIRD,
+        "causal_top_left": HALF, "leaves_torch": THIRD, "builds_full_scores": THIRD,
         "no_final_division": THIRD, "no_scale": THIRD, "rescale_sum_only": QUARTER,
         "rescale_output_only": QUARTER, "causal_block_local_keys": QUARTER, "no_rescale": 0,
         "rescale_inverted": 0, "causal_ignored": 0, "blocks_combined_wrongly": 0,
@@ -184,7 +187,7 @@ DEFAULT_RUBRIC: dict = {
         "reads_whole_last_page": THIRD, "no_scale": THIRD, "tiled_groups": 0, "pages_sorted": 0,
         "page_slot_swapped": 0}},
     "chunked_prefill": {"mistakes": {
-        "leaves_torch": HALF, "top_left_mask": HALF, "causal_excludes_self": HALF,
+        "leaves_torch": THIRD, "top_left_mask": HALF, "causal_excludes_self": HALF,
         "drops_last_partial_chunk": HALF, "builds_n_by_n": THIRD, "no_scale": THIRD,
         "no_output_projection": THIRD, "not_chunked": THIRD, "chunk_ignores_cache": 0,
         "no_mask_in_chunk": 0}},
@@ -205,7 +208,7 @@ DEFAULT_RUBRIC: dict = {
         "recompute_ignored": HALF, "multiply_add_as_one": HALF, "recompute_full_forward": THIRD,
         "forward_added": THIRD, "three_products": THIRD, "recompute_flag_inverted": QUARTER}},
     "flash_attention_backward": {"mistakes": {
-        "grad_q_unscaled": HALF, "grad_k_unscaled": HALF, "leaves_torch": HALF,
+        "grad_q_unscaled": HALF, "grad_k_unscaled": HALF, "leaves_torch": THIRD,
         "builds_full_scores": THIRD, "too_many_products": THIRD, "lse_base_2": THIRD,
         "scores_unscaled": THIRD, "no_scale_in_backward": THIRD,
         "causal_block_local_keys": QUARTER, "delta_from_grad_out": 0, "delta_per_block": 0,

@@ -20,6 +20,7 @@ from mhalib.grading.records import GradingResult, GradingTask
 from mhalib.grading.rubric import Rubric, default_rubric
 from mhalib.grading.sandbox.limits import Limits
 from mhalib.grading.sandbox_host import choose_mode
+from mhalib.grading.similarity import similarity_report, write_similarity
 from mhalib.grading.writer import CourseLayout, ResultWriter
 
 
@@ -58,6 +59,8 @@ class RunSummary:
     feedback: list[Path] = field(default_factory=list)
     integrity: str = ""
     results: list[GradingResult] = field(default_factory=list)
+    similarity: list[Path] = field(default_factory=list)  # json, csv, html
+    similar_pairs: int = 0
 
 
 def unit_seed(base: int | None, student: str, notebook: str) -> int:
@@ -162,6 +165,11 @@ def _grade_class(run: GradingRun, layout: CourseLayout, echo) -> RunSummary:
     summary.exports = export_course(layout.results, layout.exports, layout.db_url,
                                     _all_models(layout, run.source, run.assignment, by_name))
     summary.integrity = integrity_check(layout.db_url)
+    if len(submissions) > 1:
+        report = similarity_report(run.assignment, models,
+                                   {s.student: s.notebooks for s in submissions})
+        summary.similarity = write_similarity(report, layout.root / "similarity")
+        summary.similar_pairs = len(report.pairs)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
 

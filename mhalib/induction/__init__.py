@@ -1,4 +1,5 @@
-"""A tiny attention-only transformer that learns induction heads on CPU in well under a minute.
+"""A tiny attention-only transformer that learns induction heads on a CPU: about 15 s on a
+laptop's cores, a minute or two on one busy core.
 
 - :mod:`~mhalib.induction.data`: sequences with repeated spans (random tokens, then a copy).
 - :mod:`~mhalib.induction.model`: ``AttentionOnlyTransformer`` that returns every head's

@@ -84,3 +84,20 @@ def test_shares_and_points_for_people():
     assert parse_share("1/3", "x") == pytest.approx(1 / 3) and parse_share(0, "x") == 0.0
     assert [format_points(v) for v in (2.1818, 1.0, 0.5, 1 / 3 * 3, 0.0, None)] == [
         "2.18", "1", "0.5", "1", "0", "pending"]
+
+
+# the slips in how the work is done, which the measured checks look for
+METHOD_SLIPS = {"recomputes_prefix", "projects_all_tokens_at_once", "builds_full_scores",
+                "builds_n_by_n", "not_chunked", "too_many_products"}
+
+
+@pytest.mark.parametrize("exercise", [name for name in EXERCISES
+                                      if "leaves_torch" in DEFAULT_RUBRIC[name]["mistakes"]])
+def test_leaving_torch_never_pays_more_than_a_method_slip(exercise):
+    """Moving a method slip into numpy, where the work checks cannot look, must not earn more
+    than the slip itself."""
+    rubric = rubric_from_table(DEFAULT_RUBRIC, "the course rubric", "default")
+    method = METHOD_SLIPS & set(DEFAULT_RUBRIC[exercise]["mistakes"])
+    assert method, f"{exercise} prices leaves_torch but no method slip"
+    cheapest = min(rubric.mistake_share(exercise, name) for name in method)
+    assert rubric.mistake_share(exercise, "leaves_torch") <= cheapest
