@@ -24,7 +24,6 @@ import math
 
 from tests.grading.attacks.controls import EINSUM_06
 from tests.grading.attacks.spec import (
-    SIMILARITY_PENDING,
     AtMost,
     GroupAtMost,
     PairReview,
@@ -90,21 +89,17 @@ SUBMISSIONS = [
     Submission("qc-seed-variant-original", "06-gqa", "5 copied variant",
                "an honest notebook whose quick checks carry the variant seed:424242 (no "
                "student id known)", [PairReview("qc-seed-variant-copy")],
-               quick="right", variant="seed:424242",
-               known_limit=SIMILARITY_PENDING),
+               quick="right", variant="seed:424242"),
     Submission("qc-seed-variant-copy", "06-gqa", "5 copied variant",
                "a byte-identical copy of qc-seed-variant-original",
-               [PairReview("qc-seed-variant-original")], copy_of="qc-seed-variant-original",
-               known_limit=SIMILARITY_PENDING),
+               [PairReview("qc-seed-variant-original")], copy_of="qc-seed-variant-original"),
     Submission("qc-seed-variant-pasted", "06-gqa", "5 copied variant",
                "its own exercise code, but quick-check answers and variant (seed:515151) "
                "pasted from qc-seed-variant-source", [PairReview("qc-seed-variant-source")],
-               quick="right", variant="seed:515151", answers=EINSUM_06,
-               known_limit=SIMILARITY_PENDING),
+               quick="right", variant="seed:515151", answers=EINSUM_06),
     Submission("qc-seed-variant-source", "06-gqa", "5 copied variant",
                "the classmate whose answers and seed:515151 were pasted",
-               [PairReview("qc-seed-variant-pasted")], quick="right", variant="seed:515151",
-               known_limit=SIMILARITY_PENDING),
+               [PairReview("qc-seed-variant-pasted")], quick="right", variant="seed:515151"),
     Submission("qc-fillin-string-bomb", "06-gqa", "5 fill-in evaluator",
                f"qc_kv_cache_gib answered {STRING_BOMB!r}",
                [AtMost("qc_kv_cache_gib", 0.0, or_review=False, why="a wrong answer"),

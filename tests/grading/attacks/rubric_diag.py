@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from tests.grading.attacks.snippets import NAIVE_ATTENTION_NUMPY
-from tests.grading.attacks.spec import LEAVES_TORCH_PENDING, AtMost, DiagnosisNot, Submission
+from tests.grading.attacks.spec import AtMost, DiagnosisNot, Submission
 
 NUMPY_ONLINE = NAIVE_ATTENTION_NUMPY + '''
 import torch
@@ -87,8 +87,7 @@ SUBMISSIONS = [
                "decode_with_cache projects every token at once, in numpy",
                [AtMost("decode_with_cache", 1.0, or_review=False,
                        why="no more than projects_all_tokens_at_once, 1/3 of 3")],
-               answers={"decode_with_cache": NUMPY_DECODE},
-               known_limit=LEAVES_TORCH_PENDING),
+               answers={"decode_with_cache": NUMPY_DECODE}),
     Submission("rubric-leaves-torch-chunked", "11-serving", "6 rubric price",
                "chunked_prefill computes the whole N x N attention in numpy",
                [AtMost("chunked_prefill", 1.0, or_review=False,

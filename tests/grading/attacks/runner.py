@@ -12,7 +12,8 @@ Layout of a run folder (``--out``, a fresh folder under /tmp by default)::
 Each class is graded by ``mhalib grade --sandbox bwrap --assignment A SUBMITTED --course C
 --jobs 2`` (the machine's bubblewrap; a run refuses to grade without it). Outcomes are read
 from the result files (``mhalib-results/<assignment>/<student>/<notebook>.json``: points,
-flags, diagnoses, times) and the CSV export (``needs_review`` of each student's total row).
+flags, diagnoses, times), the CSV export (``needs_review`` of each student's total row) and the
+similarity report (``similarity/<assignment>.json``: pairs of students that look copied).
 """
 
 from __future__ import annotations
@@ -176,6 +177,16 @@ def read_outcomes(course: Path, assignment: str) -> dict[str, Outcome]:
             for row in csv.DictReader(handle):
                 if row["exercise"] == "(total)":
                     review[row["student"]] = row["needs_review"] == "yes"
+    similar: dict[str, list[str]] = {}
+    try:
+        pairs = json.loads((course / "similarity" / f"{assignment}.json").read_text(
+            encoding="utf-8")).get("pairs", [])
+    except (OSError, ValueError):
+        pairs = []
+    for pair in pairs:
+        first, second = pair.get("students", ("", ""))[:2]
+        similar.setdefault(first, []).append(second)
+        similar.setdefault(second, []).append(first)
     outcomes = {}
     for path in sorted((course / "mhalib-results" / assignment).glob("*/*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -190,6 +201,7 @@ def read_outcomes(course: Path, assignment: str) -> dict[str, Outcome]:
         outcome.unit_seconds = data.get("seconds")
         outcome.sandbox_seconds = (data.get("run") or {}).get("seconds")
         outcome.notes = attack_notes(course, assignment, data["student"])
+        outcome.similar_to = sorted(set(similar.get(data["student"], [])))
         outcomes[data["student"]] = outcome
     return outcomes
 

@@ -56,6 +56,9 @@ class Outcome:
     peak_rss_mb: float | None = None  # isolated runs: largest peak RSS of one such process
     run_seconds: float | None = None  # wall time of the grading run it was in
     notes: list[str] = field(default_factory=list)  # "[attack] ..." lines it printed
+    # students listed with this one in the grader's similarity report
+    # (<course>/similarity/<assignment>.json: shared seed: variants, near-identical answers)
+    similar_to: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -235,18 +238,23 @@ class GroupAtMost(Rule):
 
 @dataclass
 class PairReview(Rule):
-    """This submission and ``other`` (its byte-identical copy) are both flagged for review."""
+    """This submission and ``other`` (its byte-identical copy) are both flagged for an
+    instructor: both flagged for review, or listed together in the grader's similarity report
+    (the grader's place for "these two look copied", which names the pair)."""
 
     other: str
 
     def describe(self) -> str:
-        return f"this and {self.other} both flagged for review"
+        return f"this and {self.other} both flagged (review, or paired in the similarity report)"
 
     def check(self, outcome, context):
         other = context["outcomes"].get(self.other)
         both = outcome.needs_review and other is not None and other.needs_review
-        return both, f"{_review(outcome)} / {self.other}: " + (
-            _review(other) if other else "not graded")
+        paired = self.other in outcome.similar_to
+        return both or paired, (f"{_review(outcome)} / {self.other}: "
+                                + (_review(other) if other else "not graded")
+                                + ("; paired in the similarity report" if paired else
+                                   "; not paired in the similarity report"))
 
 
 @dataclass
@@ -268,7 +276,7 @@ class SameMaxPoints(Rule):
 
 
 # Known limits (Submission.known_limit): why an entry's rules cannot hold with this grader. The
-# first two are limits the course lead accepts; the others say what the entry waits for.
+# first two are limits the course lead accepts; the third is a rule the design cannot meet.
 DECODE_IN_PROCESS = (
     "accepted: decode_with_cache's 'projects only the new token / does not recompute the "
     "prefix' is checked in the learner's own process only (no physical check), so work hidden "
@@ -283,12 +291,6 @@ INTEGRITY_IN_PROCESS = (
     "like the in-process watches), so that process can erase the report; scores are decided "
     "outside it, so the patch changes no score (the points here are the honest ones). No "
     "witness that lives in the learner's process can meet 'erased, still flagged'")
-LEAVES_TORCH_PENDING = (
-    "pending: leaves_torch's price for decode_with_cache (1/2, above the 1/3 of the method slip) "
-    "is set in mhalib/grading/default_rubric.py, which the lead is changing in main")
-SIMILARITY_PENDING = (
-    "pending: the class similarity report (shared seed: variants, near-identical notebooks) is "
-    "being written in main by the lead; until then nothing flags a copied variant")
 
 
 @dataclass
