@@ -125,6 +125,10 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("11-serving", "serving.ipynb", "Serving: decode, paged KV cache, chunked prefill",
            {"decode_attention_intensity": _REF + "serving", "paged_attention": _REF + "serving",
             "chunked_prefill": _REF + "serving"}, "torch"),
+    Lesson("12-backward", "backward.ipynb", "The backward pass of attention",
+           {"softmax_backward": _REF + "backward", "attention_backward": _REF + "backward",
+            "attention_backward_flops": _ACC + "backward",
+            "flash_attention_backward": _REF + "backward"}, "torch"),
 )
 
 

@@ -1,5 +1,10 @@
 """The course manifest (mhalib.course) against the contract (../shared/curriculum.md), the
-instructor sources (solutions/) and the modules each lesson must have: drift fails here."""
+instructor sources (solutions/) and the modules each lesson must have: drift fails here.
+
+The contract has two lesson tables: the landed lessons (names in backquotes) and, under
+"### Lessons in progress", lessons specified but not necessarily built yet (plain names). A
+lesson in progress may be absent from the manifest; once present it must match its row
+exactly, and it comes after the landed lessons, in the order of its table."""
 
 from __future__ import annotations
 
@@ -15,6 +20,9 @@ from mhalib import course
 REPO = Path(__file__).resolve().parent.parent
 CURRICULUM = REPO.parent / "shared" / "curriculum.md"
 ROW = re.compile(r"^\| `(?P<assignment>[^`]+)` \| `(?P<notebook>[^`]+)` \| (?P<exercises>.+) \|$")
+IN_PROGRESS_HEADING = "### Lessons in progress"
+PLAIN_ROW = re.compile(r"^\| (?P<assignment>\d\d-[a-z0-9-]+) \| (?P<notebook>[\w.-]+\.ipynb) \| "
+                       r"(?P<exercises>[\w, ]+) \|$")
 
 
 def contract_lessons() -> dict[str, tuple[str, list[str]]]:
@@ -31,6 +39,31 @@ def contract_lessons() -> dict[str, tuple[str, list[str]]]:
     return rows
 
 
+def in_progress_lessons() -> dict[str, tuple[str, list[str]]]:
+    """assignment -> (notebook, exercise names) from the contract's "Lessons in progress"
+    table (the rows between that heading and the next one)."""
+    contract_lessons()  # skips when the contract is not beside this checkout
+    lines = CURRICULUM.read_text(encoding="utf-8").splitlines()
+    assert IN_PROGRESS_HEADING in lines, f"no {IN_PROGRESS_HEADING!r} section in {CURRICULUM}"
+    rows = {}
+    for line in lines[lines.index(IN_PROGRESS_HEADING) + 1:]:
+        if line.startswith("#"):
+            break
+        match = PLAIN_ROW.match(line.strip())
+        if match:
+            rows[match["assignment"]] = (match["notebook"],
+                                         [name.strip() for name in match["exercises"].split(",")])
+    return rows
+
+
+def contract_row(assignment: str) -> tuple[str, list[str]]:
+    """The contract's row of a lesson in the manifest: landed, or in progress."""
+    landed, in_progress = contract_lessons(), in_progress_lessons()
+    assert assignment in landed or assignment in in_progress, (
+        f"{assignment} is in the manifest but in neither table of the contract")
+    return landed.get(assignment) or in_progress[assignment]
+
+
 def graded_cells(assignment: str) -> list[dict]:
     lesson = course.lesson(assignment)
     notebook = nbformat.read(str(REPO / "solutions" / assignment / lesson.notebook), as_version=4)
@@ -39,13 +72,26 @@ def graded_cells(assignment: str) -> list[dict]:
 
 
 def test_manifest_lists_the_contract_lessons_in_order():
-    contract = contract_lessons()
-    assert course.assignments() == list(contract)
+    """Every landed lesson, in order; then those in progress that are built, in their order."""
+    landed, in_progress = contract_lessons(), in_progress_lessons()
+    assert not set(landed) & set(in_progress), "a lesson is in both tables of the contract"
+    built = [a for a in in_progress if a in course.assignments()]
+    assert course.assignments() == list(landed) + built
+
+
+def test_the_in_progress_table_is_read():
+    """The parser finds the rows of the in-progress table (an empty table would make the
+    checks above pass without looking)."""
+    text = CURRICULUM.read_text(encoding="utf-8") if CURRICULUM.is_file() else ""
+    section = text.split(IN_PROGRESS_HEADING, 1)[-1].split("\n#", 1)[0]
+    data_rows = [line for line in section.splitlines() if line.startswith("| ")
+                 and not line.startswith("| assignment") and not line.startswith("|---")]
+    assert len(in_progress_lessons()) == len(data_rows)
 
 
 @pytest.mark.parametrize("lesson", course.LESSONS, ids=lambda lesson: lesson.assignment)
 def test_notebook_and_exercises_follow_the_contract(lesson):
-    notebook, exercises = contract_lessons()[lesson.assignment]
+    notebook, exercises = contract_row(lesson.assignment)
     assert lesson.notebook == notebook
     assert list(lesson.exercise_names) == exercises
 

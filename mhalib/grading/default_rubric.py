@@ -188,4 +188,28 @@ DEFAULT_RUBRIC: dict = {
         "drops_last_partial_chunk": HALF, "builds_n_by_n": THIRD, "no_scale": THIRD,
         "no_output_projection": THIRD, "not_chunked": THIRD, "chunk_ignores_cache": 0,
         "no_mask_in_chunk": 0}},
+    # -- 12 the backward pass: written by hand, so autograd (or hiding from the watch) earns 0 -
+    "softmax_backward": {"mistakes": {
+        "row_term_no_keepdim": HALF, "sign_flipped": HALF, "arguments_swapped": HALF,
+        "row_term_is_mean": THIRD, "row_term_unweighted": QUARTER, "diagonal_only": QUARTER,
+        "row_term_dropped": 0, "row_term_wrong_axis": 0, "uses_autograd": 0,
+        "measurement_evaded": 0}},
+    "attention_backward": {"mistakes": {
+        "grad_q_grad_k_swapped": TWO_THIRDS, "nan_for_empty_rows": TWO_THIRDS,
+        "grad_q_unscaled": HALF, "grad_k_unscaled": HALF, "causal_top_left": HALF,
+        "no_scale_in_backward": THIRD, "no_scale": THIRD, "p_not_transposed": THIRD,
+        "grad_k_not_transposed": THIRD, "row_term_dropped": 0, "row_term_over_queries": 0,
+        "mask_ignored": 0, "softmax_over_queries": 0, "uses_autograd": 0,
+        "measurement_evaded": 0}},
+    "attention_backward_flops": {"mistakes": {
+        "recompute_ignored": HALF, "multiply_add_as_one": HALF, "recompute_full_forward": THIRD,
+        "forward_added": THIRD, "three_products": THIRD, "recompute_flag_inverted": QUARTER}},
+    "flash_attention_backward": {"mistakes": {
+        "grad_q_unscaled": HALF, "grad_k_unscaled": HALF, "leaves_torch": HALF,
+        "builds_full_scores": THIRD, "too_many_products": THIRD, "lse_base_2": THIRD,
+        "scores_unscaled": THIRD, "no_scale_in_backward": THIRD,
+        "causal_block_local_keys": QUARTER, "delta_from_grad_out": 0, "delta_per_block": 0,
+        "softmax_within_block": 0, "grad_q_overwritten": 0, "grad_kv_overwritten": 0,
+        "mask_forgotten_in_recompute": 0, "blocks_combined_wrongly": 0,
+        "depends_on_block_size": 0, "uses_autograd": 0, "measurement_evaded": 0}},
 }
