@@ -34,6 +34,15 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     degenerate: bool = False
 
+    def arguments(self, names: tuple[str, ...], defaults: dict | None = None) -> dict:
+        """The case's arguments by name: positional ones in the order of ``names``, then the
+        keyword ones, then ``defaults`` for those not given."""
+        values = dict(zip(names, self.args))
+        values.update(self.kwargs)
+        for name, value in (defaults or {}).items():
+            values.setdefault(name, value)
+        return values
+
     def signature(self) -> str:
         parts = [describe(a) if isinstance(a, np.ndarray) else repr(a) for a in self.args]
         parts += [f"{k}={describe(v) if isinstance(v, np.ndarray) else repr(v)}"
@@ -129,8 +138,12 @@ class Exercise:
 
     # -- judge side ----------------------------------------------------------------------------
     def expected(self, case: Case):
-        """The reference output (plain numpy / Python data) for one case."""
-        raise NotImplementedError
+        """The reference output (plain numpy / Python data) for one case: by default the answer
+        key of this exercise (``mhalib.reference.<name>``, imported when the judge asks) on the
+        case's arguments."""
+        from mhalib.checks.answer_key import answer_key
+
+        return answer_key(self.name)(*case.args, **case.kwargs)
 
     def mistakes(self) -> list[Mistake]:
         return []

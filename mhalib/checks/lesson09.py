@@ -25,6 +25,7 @@ from mhalib.checks.torch_exercise import (
     exact_inputs,
     one_thread,
     output_kind,
+    torch_model,
 )
 
 RAISED = "raised ValueError"  # what the probe records when an odd head_dim is refused
@@ -93,13 +94,12 @@ def rope_variant(x, positions, base=10000.0, *, layout="half", direction=1.0, ne
 
 
 def _model(fn, **knobs):
-    """A mistake model: ``fn`` with ``knobs`` on the case's float64 inputs, as numpy."""
-    def compute(case):
-        args, kwargs = exact_inputs(case)
-        if "base" in knobs:  # the model's base replaces the case's, wherever it was given
-            args = args[:2]
-        return as_numpy(fn(*args, **{**kwargs, **knobs}))
-    return compute
+    """A mistake model: ``fn`` with ``knobs`` on the case's float64 inputs, as numpy; a
+    ``base`` knob replaces the case's base, wherever it was given."""
+    if "base" in knobs:
+        return torch_model(lambda first, second, *rest, **kwargs: fn(first, second, **kwargs),
+                           **knobs)
+    return torch_model(fn, **knobs)
 
 
 def _expects_error(case) -> bool:

@@ -12,7 +12,6 @@ gradient's row term dropped or summed over the queries, the mask forgotten or al
 
 from __future__ import annotations
 
-from mhalib.checks.answer_key import answer_key
 from mhalib.checks.autograd_watch import watch_autograd
 from mhalib.checks.backward_common import (
     GradientExercise,
@@ -25,10 +24,9 @@ from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 from mhalib.checks.flash_backward import FlashAttentionBackward
 from mhalib.checks.torch_exercise import (
     TorchCase,
-    as_numpy,
     case_tensors,
-    exact_inputs,
     one_thread,
+    torch_model,
 )
 
 ASSIGNMENT = "12-backward"
@@ -43,13 +41,7 @@ VARIANTS = "mhalib.reference.backward_variants"
 def _variant(name: str, **change):
     """A mistake model: the variant ``name`` (imported on the judge's side only) on the case's
     float64 inputs with ``change``, as numpy."""
-    def compute(case):
-        import importlib
-
-        fn = getattr(importlib.import_module(VARIANTS), name)
-        args, kwargs = exact_inputs(case)
-        return as_numpy(fn(*args, **{**kwargs, **change}))
-    return compute
+    return torch_model(f"{VARIANTS}.{name}", **change)
 
 
 # -- softmax_backward ------------------------------------------------------------------------
@@ -94,10 +86,6 @@ class SoftmaxBackward(GradientExercise):
         with one_thread(), watch_autograd(self.name) as report:
             output = report.run(func, *args, **kwargs)
         return output, self.output_meta(output, report)
-
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
         model = lambda **change: _variant("softmax_backward_variant", **change)  # noqa: E731
@@ -169,10 +157,6 @@ class AttentionBackward(GradientExercise):
         with one_thread(), watch_autograd(self.name) as report:
             output = report.run(func, *args, **kwargs)
         return output, self.output_meta(output, report)
-
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
         model = lambda **change: _variant("attention_backward_variant", **change)  # noqa: E731
@@ -247,15 +231,8 @@ class AttentionBackwardFlops(Exercise):
             Case("a random length, d=16", (int(rng.integers(2, 5000)), 16)),
         ]
 
-    def expected(self, case):
-        return answer_key(self.name)(*case.args, **case.kwargs)
-
     def _args(self, case):
-        names = ("seq_len", "head_dim", "recompute")
-        values = dict(zip(names, case.args))
-        values.update(case.kwargs)
-        values.setdefault("recompute", True)
-        return values
+        return case.arguments(("seq_len", "head_dim", "recompute"), {"recompute": True})
 
     def mistakes(self):
         def model(**knobs):

@@ -36,8 +36,8 @@ SPARED_FOR = {"08-heads": ("induction",)}
 # probe, records, encoding, comparisons and the learner-facing API)
 JUDGE_SIDE_MODULES = ("checks/lesson", "checks/attention_variants.py", "checks/slips.py",
                       "checks/physical.py", "checks/torch_exercise.py")
-PROBE_METHODS = frozenset({"cases", "visible_cases", "hidden_cases", "call", "case",
-                           "__init__", "__post_init__", "signature"})
+PROBE_METHODS = frozenset({"cases", "visible_cases", "hidden_cases", "call", "measure", "case",
+                           "__init__", "__post_init__", "signature", "arguments"})
 # module-level functions the probe and the physical check call by name from elsewhere
 PROBE_FUNCTIONS = frozenset({"run_physical", "encode_output", "case_tensors", "to_tensor",
                              "torch_dtype", "one_thread", "output_kind"})
