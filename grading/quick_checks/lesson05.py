@@ -15,9 +15,13 @@ KEYS = {
         "hint": "Count the tiles above the diagonal, then the FLOPs of the scores and of the "
                 "weighted sum of one block x block tile.",
         "mistakes": {
-            "2 * seq_len ** 2 * d_model": "That is exactly half of the 4 N^2 d_model: it "
-                                          "skips every masked pair, but the tiles on the "
-                                          "diagonal are half masked and computed in full.",
+            "2 * seq_len ** 2 * d_model": "That is half of the 4 N^2 d_model, as if half of "
+                                          "all (query, key) pairs were masked. Only the N "
+                                          "(N - 1) / 2 pairs above the diagonal are: "
+                                          "skipping exactly those would save 2 N (N - 1) "
+                                          "d_model, nearly the same here. The kernel skips "
+                                          "whole tiles only, and the tiles on the diagonal "
+                                          "are half masked and computed in full.",
             "2 * seq_len * (seq_len + block) * d_model": "That is what is still computed "
                                                          "(the T (T + 1) / 2 tiles on and "
                                                          "below the diagonal), not what is "

@@ -11,14 +11,14 @@ KEYS = {
         "explanation": "Per token and layer MLA keeps one latent of {kv_lora_rank} numbers and "
                        "one RoPE key of {rope_head_dim}, whatever the number of heads: {layers} "
                        "x ({kv_lora_rank} + {rope_head_dim}) x {tokens} x {batch} x "
-                       "{bytes_text} = {value} GiB. MHA with {num_heads} heads of "
+                       "{bytes_text} / 2^30 = {value} GiB. MHA with {num_heads} heads of "
                        "{head_dim} would cache 2 x {num_heads} x {head_dim} numbers per token "
                        "and layer instead.",
         "hint": "Count the numbers one token leaves in one layer, then multiply by the layers, "
                 "the tokens of every sequence and the bytes per number.",
         "mistakes": {
-            "2 * " + _MLA_GIB: "MLA has no factor 2: keys and values are both recomputed from "
-                               "the one cached latent.",
+            "2 * " + _MLA_GIB: "MLA has no factor 2: keys and values are two readings of the "
+                               "same latent, and the latent is cached once.",
             "layers * num_heads * (kv_lora_rank + rope_head_dim) * tokens * batch * "
             "bytes_per_value / 2**30": "The latent and the RoPE key are shared by all heads: "
                                        "the head count does not appear.",
@@ -98,8 +98,8 @@ KEYS = {
         "why_wrong": {
             0: "That is the shared key; with one key per head the 64 numbers are needed 16 "
                "times.",
-            1: "Values are recomputed from the latent too, so nothing is stored twice; what "
-               "changes here is the number of RoPE keys.",
+            1: "Keys and values are two readings of the same latent, which is cached once, so "
+               "nothing is stored twice; what changes here is the number of RoPE keys.",
             3: "The rotated key is made from the token's hidden state x_s (W_KR), not from the "
                "cached latent, so it cannot be recomputed from the cache; it must be cached (or "
                "the whole prefix run again).",

@@ -37,9 +37,17 @@ def visible(n_q: int, n_k: int) -> np.ndarray:
 
 def weights_and_grads(rng, shape, spread=2.0, allowed=None, grad_scale=1.0):
     """(weights, grad_weights): rows of a softmax of N(0, spread^2) logits, and N(0, 1) * scale
-    upstream gradients of the same shape."""
-    weights = softmax_rows(rng.normal(size=shape) * spread, allowed)
-    return weights, rng.normal(size=shape) * grad_scale
+    upstream gradients of the same shape (where ``allowed`` is False the weight is 0).
+
+    The inputs are built here, from ``rng``, with no helper a learner's cell could call on its
+    own arrays: what the grader's sandbox keeps computes no answer (mhalib.grading.stubbing)."""
+    logits = rng.normal(size=shape) * spread
+    if allowed is not None:
+        logits = np.where(allowed, logits, -np.inf)
+    top = logits.max(axis=-1, keepdims=True)
+    shifted = np.exp(logits - np.where(np.isinf(top), 0.0, top))
+    total = shifted.sum(axis=-1, keepdims=True)
+    return shifted / np.where(total == 0, 1.0, total), rng.normal(size=shape) * grad_scale
 
 
 def qkv_grad(rng, lead, n_q, n_k, d, d_v=None, logit_scale=1.0):
@@ -66,11 +74,24 @@ def forward_with_lse(q, k, v, causal=False):
     return softmax_rows(scores) @ v, lse
 
 
-def flash_inputs(rng, batch, heads, n, d, causal=False, logit_scale=1.0):
+def flash_inputs(rng, batch, heads, n, d, causal=False, logit_scale=1.0, block=512):
     """(q, k, v, out, lse, grad_out) for flash_attention_backward: (B, H, N, d) tensors and
-    lse (B, H, N), out and lse from the float64 forward."""
+    lse (B, H, N), out and lse from the float64 forward, computed here ``block`` queries at a
+    time (so a large case never holds N x N scores), with no helper a learner's cell could call
+    on its own arrays (what the grader's sandbox keeps computes no answer)."""
     q, k, v, grad_out = qkv_grad(rng, (batch, heads), n, n, d, logit_scale=logit_scale)
-    out, lse = forward_with_lse(q, k, v, causal)
+    out, lse = np.empty_like(q), np.empty(q.shape[:-1])
+    for start in range(0, n, block):
+        rows = slice(start, start + block)
+        scores = q[..., rows, :] @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (B, H, b, N)
+        if causal:
+            seen = np.arange(n)[None, :] <= np.arange(n)[rows][:, None]
+            scores = np.where(seen, scores, -np.inf)
+        top = scores.max(axis=-1, keepdims=True)  # every row sees key 0: finite
+        weights = np.exp(scores - top)
+        total = weights.sum(axis=-1, keepdims=True)
+        out[..., rows, :] = (weights / total) @ v
+        lse[..., rows] = (top + np.log(total))[..., 0]
     return q, k, v, out, lse, grad_out
 
 

@@ -23,11 +23,14 @@ its blocks wrongly (grad_q overwritten, delta per block, p normalised inside eac
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.checks.autograd_watch import watch_autograd
 from mhalib.checks.backward_common import GradientExercise, WrongAnswerEither, flash_inputs
 from mhalib.checks.compare import difference
 from mhalib.checks.encoding import EncodingError, decode, encode, to_plain
 from mhalib.checks.exercise import Symptom, WrongAnswer
+from mhalib.checks.physical import PhysicalCheck
 from mhalib.checks.torch_exercise import (
     TorchCase,
     as_numpy,
@@ -86,6 +89,46 @@ def too_many_products(case, meta: dict) -> bool:
     return isinstance(flops, int) and flops > flop_limit(case)
 
 
+def _physical_inputs(rng):
+    # the forward that gives out and lse runs 64 queries at a time: it is built inside the
+    # measured window (after the seed), so it must stay far below the memory limit itself
+    return TorchCase(PHYSICAL_LABEL, flash_inputs(rng, 1, 1, PHYSICAL_N, 4, block=64),
+                     {"block_size": 64}, dtype="float64")
+
+
+def _physical_shapes(case):
+    q, k, v = case.args[:3]
+    return (q.shape, k.shape, v.shape)
+
+
+def _physical_rows(case, rows):
+    """(grad_q, grad_k, grad_v) at the chosen query rows (grad_q) and key rows (grad_k,
+    grad_v), from the exact probabilities p = exp(s - lse): N x len(rows) work, no N x N."""
+    q, k, v, out, lse, grad_out = (np.asarray(a, dtype=np.float64) for a in case.args[:6])
+    scale = 1.0 / np.sqrt(q.shape[-1])
+    delta = (grad_out * out).sum(axis=-1)  # (B, H, N)
+
+    def grad_scores(p, grad_p, delta_rows):
+        return p * (grad_p - delta_rows)
+
+    p_rows = np.exp(q[..., rows, :] @ np.swapaxes(k, -1, -2) * scale - lse[..., rows, None])
+    grad_s_rows = grad_scores(p_rows, grad_out[..., rows, :] @ np.swapaxes(v, -1, -2),
+                              delta[..., rows, None])  # (B, H, R, N)
+    grad_q = grad_s_rows @ k * scale
+    p_cols = np.exp(q @ np.swapaxes(k[..., rows, :], -1, -2) * scale - lse[..., None])
+    grad_s_cols = grad_scores(p_cols, grad_out @ np.swapaxes(v[..., rows, :], -1, -2),
+                              delta[..., None])  # (B, H, N, R)
+    grad_k = np.swapaxes(grad_s_cols, -1, -2) @ q * scale
+    grad_v = np.swapaxes(p_cols, -1, -2) @ grad_out
+    return grad_q, grad_k, grad_v
+
+
+# The large case: its (N, N) float64 probabilities take 128 MiB, and the kernel refuses the
+# process more than twice PHYSICAL_MB of new address space; blocks of 64 keys need a few MiB.
+PHYSICAL_N = 4096
+PHYSICAL_LABEL = f"N = {PHYSICAL_N} queries and keys, d = 4, blocks of 64, float64"
+
+
 class FlashAttentionBackward(GradientExercise):
     name = "flash_attention_backward"
     assignment = "12-backward"
@@ -93,6 +136,9 @@ class FlashAttentionBackward(GradientExercise):
                         "flash_backward_variant", "attention_backward_variant")
     returns = "triple"
     keeps_dtype = True
+    physical = PhysicalCheck(
+        PHYSICAL_LABEL, _physical_inputs, _physical_shapes, _physical_rows, memory_mb=64,
+        cpu_seconds=30.0, memory_mistake="builds_full_scores")
 
     def visible_cases(self, rng):
         return [

@@ -311,10 +311,10 @@ def _physical_rows(case, rows):
     return attention_rows(q[..., rows, :], k, v)
 
 
-# The large case: its (N, N) float64 scores take 288 MiB, and the kernel refuses the process more
-# than twice PHYSICAL_MB of new address space; blocks of 64 keys need about 3 MiB each.
-PHYSICAL_N = 6144
-PHYSICAL_MB = 128
+# The large case: its (N, N) float64 scores take 128 MiB, and the kernel refuses the process more
+# than twice PHYSICAL_MB of new address space; blocks of 64 keys need about 2 MiB each.
+PHYSICAL_N = 4096
+PHYSICAL_MB = 64
 PHYSICAL_LABEL = f"N = {PHYSICAL_N} queries and keys, d = 4, blocks of 64, float64"
 
 

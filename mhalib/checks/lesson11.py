@@ -360,11 +360,11 @@ def _physical_prefill_rows(case, rows):
     return out.transpose(0, 2, 1, 3).reshape(batch, len(rows), d_model) @ w_o
 
 
-# The large case: one head's (N, N) float64 scores take 288 MiB, and the kernel refuses the
+# The large case: one head's (N, N) float64 scores take 128 MiB, and the kernel refuses the
 # process more than twice PHYSICAL_MB of new address space; a chunk of 64 queries against every
-# key needs about 3 MiB.
-PHYSICAL_N = 6144
-PHYSICAL_MB = 128
+# key needs about 2 MiB.
+PHYSICAL_N = 4096
+PHYSICAL_MB = 64
 PHYSICAL_LABEL = f"N = {PHYSICAL_N} tokens, d_model = 4, one head, chunks of 64, float64"
 
 

@@ -12,12 +12,12 @@ gradient's row term dropped or summed over the queries, the mask forgotten or al
 
 from __future__ import annotations
 
+import numpy as np
+
 from mhalib.checks.autograd_watch import watch_autograd
 from mhalib.checks.backward_common import (
     GradientExercise,
     qkv_grad,
-    softmax_rows,
-    visible,
     weights_and_grads,
 )
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
@@ -48,7 +48,7 @@ def _variant(name: str, **change):
 
 def _masked_rows(rng, rows, n):
     """Weights (rows, n) with a causal-like pattern of zeros and row 0 fully masked."""
-    allowed = visible(rows, n)
+    allowed = np.tril(np.ones((rows, n), dtype=bool), n - rows)  # bottom-right, as lesson 04
     allowed[0] = False
     return weights_and_grads(rng, (rows, n), allowed=allowed)
 
@@ -78,7 +78,7 @@ class SoftmaxBackward(GradientExercise):
             TorchCase("bfloat16, 5 rows of 5 with masked entries", _masked_rows(rng, 5, 5),
                       dtype="bfloat16"),
             TorchCase("uniform weights (every row the same value)",
-                      (softmax_rows(rng.normal(size=(3, 4)) * 0.0), rng.normal(size=(3, 4)))),
+                      weights_and_grads(rng, (3, 4), spread=0.0)),
         ]
 
     def call(self, func, case):

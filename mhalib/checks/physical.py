@@ -77,10 +77,11 @@ def run_physical(exercise, func, seed: int) -> dict:
     args, kwargs = case_tensors(case)
     try:
         output = func(*args, **kwargs)
-        kind = _kind(output)
-        if kind != "tensor":
+        parts = list(output) if isinstance(output, (tuple, list)) else [output]
+        kinds = [_kind(part) for part in parts]
+        if any(kind != "tensor" for kind in kinds):
             return {"status": "error", "output": None,
-                    "error": f"returned {kind}, not a torch.Tensor"}
+                    "error": f"returned {', '.join(kinds)}, not torch.Tensors"}
         return {"status": "ok", "output": encode_output(output), "error": None}
     except EncodingError as error:
         return {"status": "error", "output": None, "error": f"an unusable output ({error})"}
@@ -91,7 +92,9 @@ def run_physical(exercise, func, seed: int) -> dict:
 
 
 def encode_output(output):
-    """A tensor as the record carries it."""
+    """A tensor (or a tuple of tensors) as the record carries it."""
+    if isinstance(output, list):
+        output = tuple(output)
     return encode(to_plain(output))
 
 
@@ -167,21 +170,27 @@ def judge_physical(exercise, seal: dict | None) -> PhysicalVerdict:
 
 
 def _compare_rows(exercise, seed, output) -> str | None:
-    """None when ``output`` has the right shape and is right on randomly chosen rows."""
+    """None when ``output`` (an array, or a tuple of arrays for an exercise that returns
+    several) has the right shapes and is right on randomly chosen rows."""
     check: PhysicalCheck = exercise.physical
     case = check.case(exercise.name, int(seed))
-    output = np.asarray(output) if not isinstance(output, np.ndarray) else output
-    reference_shape = tuple(check.output_shape(case))
-    if tuple(output.shape) != tuple(reference_shape):
-        return (f"the large case's output has shape {tuple(output.shape)}, expected "
-                f"{tuple(reference_shape)}")
-    count = output.shape[check.row_axis]
+    shapes = check.output_shape(case)
+    several = bool(shapes) and isinstance(shapes[0], (tuple, list))
+    parts = list(output) if several and isinstance(output, (tuple, list)) else [output]
+    parts = [np.asarray(part) for part in parts]
+    wanted = [tuple(s) for s in shapes] if several else [tuple(shapes)]
+    got = [tuple(part.shape) for part in parts]
+    if got != wanted:
+        return (f"the large case's output has shape{'s' if several else ''} "
+                f"{got if several else got[0]}, expected {wanted if several else wanted[0]}")
+    count = wanted[0][check.row_axis]
     rows = np.sort(np.random.default_rng().choice(count, size=min(check.rows_checked, count),
                                                   replace=False))
     expected = check.expected_rows(case, rows)
-    received = np.take(output, rows, axis=check.row_axis)
+    received = [np.take(part, rows, axis=check.row_axis) for part in parts]
     rtol, atol = exercise.tolerance(case) if hasattr(exercise, "tolerance") else (None, None)
-    problem = difference(expected, received, rtol, atol)
+    problem = difference(tuple(expected) if several else expected,
+                         tuple(received) if several else received[0], rtol, atol)
     return None if problem is None else f"the large case ({check.label}): {problem}"
 
 

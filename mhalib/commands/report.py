@@ -23,21 +23,25 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--assignment", "-a", dest="assignments", action="append",
                         help="assignment id (repeatable; default: every graded assignment)")
-    parser.add_argument("--course", type=Path, default=Path("grading/course"),
-                        help="course folder `mhalib grade` wrote (default: grading/course)")
+    parser.add_argument("--root", type=Path,
+                        help="the course's top folder (default: MHALIB_COURSE_ROOT, else the "
+                             "working directory)")
+    parser.add_argument("--course", type=Path,
+                        help="course folder `mhalib grade` wrote (default: grading/course of "
+                             "the course)")
     parser.add_argument("--db", dest="db_url",
                         help="gradebook URL (default: sqlite:///<course>/gradebook.db)")
     parser.add_argument("--out", type=Path,
                         help="folder for the report's files (default: <course>/reports)")
-    parser.add_argument("--source", type=Path, default=Path("solutions"),
+    parser.add_argument("--source", type=Path,
                         help="folder of the source notebooks, for links to the lesson "
-                             "sections (default: solutions)")
+                             "sections (default: solutions of the course)")
     parser.add_argument("--lesson-url", metavar="URL",
                         help="base URL of the lesson notebooks for those links, e.g. "
                              "http://localhost:8888/lab/tree (default: file URLs of --source)")
     parser.add_argument("--keys", type=Path, metavar="DIR",
                         help="folder of the instructor's quick-check keys (default: "
-                             "MHALIB_QUICK_CHECK_KEYS, else grading/quick_checks)")
+                             "MHALIB_QUICK_CHECK_KEYS, else grading/quick_checks of the course)")
     parser.add_argument("--rubric", type=Path, metavar="FILE",
                         help="the instructor's rubric the class was graded with, for the price "
                              "of each mistake (default: the course rubric)")
@@ -50,14 +54,16 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from mhalib.classroom.course_folder import locate
     from mhalib.classroom.report.build import ReportOptions, build_report
     from mhalib.classroom.report.output import report_stem, reports_dir, write_report
 
     if args.top < 0:
         print(f"error: --top={args.top} must be at least 0", file=sys.stderr)
         return 2
-    options = ReportOptions(course=args.course, assignments=args.assignments,
-                            db_url=args.db_url, source=args.source, keys=args.keys,
+    course = locate(args.root, solutions=args.source, course=args.course, keys=args.keys)
+    options = ReportOptions(course=course.course, assignments=args.assignments,
+                            db_url=args.db_url, source=course.solutions, keys=course.keys,
                             rubric=args.rubric, names=args.names, lesson_url=args.lesson_url,
                             top=args.top, progress=args.progress and sys.stderr.isatty())
     try:
@@ -66,7 +72,7 @@ def run(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     stem = report_stem([a.assignment for a in report.assignments], not args.assignments)
-    files = write_report(report, args.out or reports_dir(args.course), stem)
+    files = write_report(report, args.out or reports_dir(course.course), stem)
     print(f"class report of {report.students} student(s), "
           f"{len(report.assignments)} assignment(s)")
     for entry in report.reteach:

@@ -32,10 +32,12 @@ TOOL_MODULES = ("nn/masks.py",)
 # be answered with them (tests/grading/test_answer_paths.py searches them): lesson 08 trains its
 # toy model in a cell that runs once per class, and its exercises score attention maps
 SPARED_FOR = {"08-heads": ("induction",)}
-# checker modules whose judge half is removed (the rest of mhalib/checks is infrastructure: the
-# probe, records, encoding, comparisons and the learner-facing API)
-JUDGE_SIDE_MODULES = ("checks/lesson", "checks/attention_variants.py", "checks/slips.py",
-                      "checks/physical.py", "checks/torch_exercise.py")
+# the checkers' infrastructure, kept whole: the probe, records, encoding, comparisons, the
+# learner-facing API. Every other module of mhalib/checks (each lesson's checkers and what they
+# share) keeps only what the probe reaches: a new checker module is covered by default.
+CHECKS_INFRASTRUCTURE = frozenset(f"checks/{name}.py" for name in (
+    "__init__", "api", "probe", "record", "registry", "encoding", "integrity", "compare",
+    "exercise", "verdict", "judge", "work", "answer_key", "report"))
 PROBE_METHODS = frozenset({"cases", "visible_cases", "hidden_cases", "call", "measure", "case",
                            "__init__", "__post_init__", "signature", "arguments"})
 # module-level functions the probe and the physical check call by name from elsewhere
@@ -47,7 +49,7 @@ STUB_MESSAGE = ("{where} is not available while grading: the grader's copy of mh
 
 
 def is_judge_side(relative: str) -> bool:
-    return any(relative.startswith(prefix) for prefix in JUDGE_SIDE_MODULES)
+    return relative.startswith("checks/") and relative not in CHECKS_INFRASTRUCTURE
 
 
 def is_computing(relative: str, assignment: str | None = None) -> bool:

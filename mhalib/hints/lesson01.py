@@ -12,10 +12,11 @@ HINTS: dict[str, tuple[str, ...]] = {
         "term is exactly 1, nothing overflows, and `-inf` entries still get e^(-inf) = 0 (in "
         "a slice that has a finite entry).",
 
-        "Both reductions (the largest entry and the sum) must keep the reduced axis with "
-        "length 1, so that they broadcast back slice by slice. For `x` of shape (2, 3), "
-        "`np.max(x, axis=1)` has shape (2,), which does not even broadcast against (2, 3); "
-        "with `keepdims=True` it has shape (2, 1) and does.",
+        "Both reductions (the largest entry and the sum) run along the `axis` you were given, "
+        "never a fixed -1: the test also asks for `axis=0`. And both must keep the reduced "
+        "axis with length 1, so that they broadcast back slice by slice. For `x` of shape "
+        "(2, 3), `np.max(x, axis=1)` has shape (2,), which does not even broadcast against "
+        "(2, 3); with `keepdims=True` it has shape (2, 1) and does.",
 
         "Three lines: `shifted = x - np.max(x, axis=axis, keepdims=True)`, "
         "`e = np.exp(shifted)`, and `return e / np.sum(e, axis=axis, keepdims=True)`.",

@@ -30,14 +30,15 @@ HINTS: dict[str, tuple[str, ...]] = {
         "`x.transpose(0, 2, 1, 3).reshape(B, N, H * d_head)`.",
     ),
     "multi_head_attention": (
-        "Follow the five steps of section 2 in order: project, split into heads, attend in "
-        "every head, merge, output projection. Your `split_heads` and `merge_heads` do steps 2 "
-        "and 4; step 3 is lesson 01's attention.",
+        "No loop over the heads is needed. After the split the queries, keys and values are "
+        "(B, H, N, d_head), and `@` treats every axis before the last two as a batch axis: "
+        "lesson 01's attention, written for (..., N, d), runs every head of every sequence at "
+        "once.",
 
-        "After the split, the queries, keys and values are (B, H, N, d_head): attention that "
-        "works on the last two axes treats B and H as batch axes and runs every head at once. "
-        "The scale is sqrt(d_head), the width of one head (the last axis after the split), not "
-        "sqrt(d_model).",
+        "This notebook has no `softmax` of its own: write the stable one of lesson 01 again "
+        "(each row shifted by its maximum, along the last axis, the keys, with "
+        "`keepdims=True`). The scale is sqrt(d_head), the width of one head (the last axis "
+        "after the split), not sqrt(d_model).",
 
         "Shapes to check along the way, for B = 2, N = 5, d_model = 8 and 2 heads: `x @ w_q` "
         "is (2, 5, 8); after the split (2, 2, 5, 4); the scores and weights (2, 2, 5, 5); "

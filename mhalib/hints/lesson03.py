@@ -3,10 +3,11 @@
 
 HINTS: dict[str, tuple[str, ...]] = {
     "dot_product_variance": (
-        "Measure, do not derive: draw `n_samples` pairs of vectors q, k of d_k independent "
-        "standard-normal entries, compute one dot product per pair, and return the variance "
-        "of those `n_samples` numbers. Draw everything from `np.random.default_rng(seed)`, so "
-        "that the same seed gives the same number.",
+        "Draw every number from the generator `rng` itself (its methods, such as "
+        "`rng.standard_normal` or `rng.normal`), never from `np.random.randn` or "
+        "`np.random.normal`: those ignore `seed`, and the graded test checks that the same "
+        "seed gives the same number. Then one dot product per pair, and the variance of those "
+        "`n_samples` numbers.",
 
         "Draw all the pairs at once, as two arrays of shape (n_samples, d_k). The dot product "
         "of row i with row i is the sum over the last axis of their elementwise product: "
@@ -35,9 +36,11 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The result is one n x n matrix minus another: the first has p on its diagonal and "
         "zeros elsewhere, the second has p_i * p_j in row i, column j.",
 
-        "Check on p = [0.5, 0.5]: the Jacobian is [[0.25, -0.25], [-0.25, 0.25]]. In general "
-        "the matrix is symmetric and each of its rows sums to 0 (the weights always sum to 1, "
-        "so moving the scores cannot change their total).",
+        "For a 1-D `p`, `p.T` is `p` itself, so `p @ p.T` is a number (the dot product), not "
+        "a matrix. Check on p = [0.5, 0.3, 0.2]: the Jacobian is [[0.25, -0.15, -0.1], "
+        "[-0.15, 0.21, -0.06], [-0.1, -0.06, 0.16]]. In general the matrix is symmetric and "
+        "each of its rows sums to 0 (the weights always sum to 1, so moving the scores cannot "
+        "change their total).",
 
         "`np.diag(p)` builds the diagonal matrix from a vector and `np.outer(p, p)` the matrix "
         "of products: `return np.diag(p) - np.outer(p, p)`.",

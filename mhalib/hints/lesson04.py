@@ -40,7 +40,10 @@ HINTS: dict[str, tuple[str, ...]] = {
     "masked_attention": (
         "Start from lesson 01's attention and change one thing before the softmax: where the "
         "mask is False, the score becomes -inf, so that e^(-inf) = 0 gives that key no "
-        "weight. Masking the weights after the softmax leaves rows that no longer sum to 1.",
+        "weight. Masking the weights after the softmax leaves rows that no longer sum to 1. "
+        "The mask need only broadcast to the scores (a padding mask is (B, 1, 1, N_k)), so "
+        "use an operation that broadcasts, such as `np.where`; `scores[~mask] = ...` needs "
+        "the two shapes to be equal.",
 
         "The hard part is a row where every key is masked. Its largest score is -inf, and "
         "subtracting it gives -inf - (-inf) = nan. Where a row's maximum is not finite "

@@ -10,7 +10,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "`x.repeat(1, n_rep, 1, 1)` gives the second order (tiled), which is wrong here. "
         "Either repeat every group in place along dim 1, or give `x` a new axis of length 1 "
         "right after the group axis, expand that axis to `n_rep` copies, and reshape so that "
-        "group and copy become one axis of G * n_rep heads.",
+        "group and copy become one axis of G * n_rep heads. Where the new axis goes decides "
+        "the order: put it in front of the group axis and the reshape tiles again.",
 
         "`torch.repeat_interleave(x, n_rep, dim=1)` does it in one call; without copying "
         "first: `x[:, :, None].expand(B, G, n_rep, N, d).reshape(B, G * n_rep, N, d)`.",
@@ -66,7 +67,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "`num_kv_heads`, give the cached keys and values to every query head with "
         "`repeat_kv`, scale by sqrt(d_head), and keep each step's (B, 1, d_model) output "
         "after `w_o`; `torch.cat` them along dim 1 at the end. Stay in torch: the checker "
-        "refuses `.numpy()`, `.tolist()` and `.item()` while it measures.",
+        "refuses `.numpy()`, `np.asarray`, `.tolist()` and `.item()` while it measures.",
 
         "For each t: `x_t = x[:, t:t + 1]`; `q_t = split(x_t @ w_q, num_heads)`; "
         "`k_cache.append(split(x_t @ w_k, num_kv_heads))`, `v_cache` the same way; "

@@ -12,10 +12,10 @@ HINTS: dict[str, tuple[str, ...]] = {
 
         "Raise `ValueError` first when `head_dim` is odd (`head_dim % 2`). `positions` is an "
         "integer tensor: convert it to float64 or float32 before multiplying (not to a "
-        "half-precision dtype: bfloat16 turns position 257 into 256), and return float angles "
-        "of shape (N, head_dim // 2).",
+        "half-precision dtype: bfloat16 turns position 257 into 256), make the frequencies on "
+        "the device of `positions`, and return float angles of shape (N, head_dim // 2).",
 
-        "`i = torch.arange(head_dim // 2, dtype=torch.float64)`; "
+        "`i = torch.arange(head_dim // 2, dtype=torch.float64, device=positions.device)`; "
         "`inv_freq = base ** (-2 * i / head_dim)`; "
         "`return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).float()`.",
     ),
@@ -33,10 +33,12 @@ HINTS: dict[str, tuple[str, ...]] = {
 
         "Compute in `torch.promote_types(x.dtype, torch.float32)`, put the rotated halves "
         "back together along the last axis (first half first) with `torch.cat`, and cast the "
-        "result back to `x.dtype`. Pass `base` on to `rope_angles`.",
+        "result back to `x.dtype`. Pass `base` on to `rope_angles`, with `positions` on the "
+        "device of `x`.",
 
         "With `cos, sin = torch.cos(angles), torch.sin(angles)` of "
-        "`angles = rope_angles(positions, x.shape[-1], base)`: `y1 = x1 * cos - x2 * sin`, "
+        "`angles = rope_angles(positions.to(x.device), x.shape[-1], base)`: "
+        "`y1 = x1 * cos - x2 * sin`, "
         "`y2 = x1 * sin + x2 * cos`, `return torch.cat([y1, y2], dim=-1).to(x.dtype)`.",
     ),
 }

@@ -3,14 +3,15 @@
 
 HINTS: dict[str, tuple[str, ...]] = {
     "mla_kv_cache_bytes": (
-        "For every token and every layer MLA caches one latent of `kv_lora_rank` numbers and "
-        "one RoPE key of `rope_head_dim` numbers shared by all heads, whatever the number of "
-        "heads.",
+        "Build it like lesson 06's `kv_cache_bytes`: the numbers one token leaves in one "
+        "layer, times the layers, the tokens, the sequences of the batch and the bytes per "
+        "number. Only the first factor is new, and no head count enters it: every head reads "
+        "the same cached vectors.",
 
-        "Unlike lesson 06's `kv_cache_bytes` there is no factor 2: keys and values are both "
-        "read from the same latent. Multiply the numbers per token and layer by the layers, "
-        "the tokens, the sequences of the batch and the bytes per number. Check: DeepSeek-V3 "
-        "(61 layers, 512 + 64) in bf16 gives 70,272 bytes per token.",
+        "Per token and layer that is one latent of `kv_lora_rank` numbers plus one RoPE key "
+        "of `rope_head_dim`, and no factor 2: unlike lesson 06's cache, keys and values are "
+        "two readings of the same latent. Check: DeepSeek-V3 (61 layers, 512 + 64) in bf16 "
+        "gives 70,272 bytes per token.",
 
         "`return num_layers * (kv_lora_rank + rope_head_dim) * seq_len * batch_size "
         "* bytes_per_element`.",

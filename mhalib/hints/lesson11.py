@@ -57,15 +57,17 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The largest score tensor is then (B, H, C, stop), never N x N. Keep the cache as a "
         "(B, H, N, d_head) tensor filled chunk by chunk (or lists joined with `torch.cat`), "
         "put each chunk's output into a (B, N, d_model) result, and apply `w_o` to it. Stay "
-        "in torch: the checker refuses `.numpy()`, `.tolist()` and `.item()`.",
+        "in torch: the checker refuses `.numpy()`, `np.asarray`, `.tolist()` and `.item()`.",
 
-        "With `k_cache` and `v_cache` = `torch.zeros(B, num_heads, N, d_head, dtype=x.dtype)`, "
-        "`out = torch.zeros(B, N, d_model, dtype=x.dtype)` and "
+        "With `k_cache` and `v_cache` = `torch.zeros(B, num_heads, N, d_head, dtype=x.dtype, "
+        "device=x.device)`, `out = torch.zeros(B, N, d_model, dtype=x.dtype, device=x.device)` "
+        "and "
         "`split(y) = y.reshape(B, -1, num_heads, d_head).transpose(1, 2)`, per chunk: "
         "`x_c = x[:, start:stop]`; `q = split(x_c @ w_q)`; "
         "`k_cache[:, :, start:stop] = split(x_c @ w_k)`, `v_cache` the same way; "
         "`scores = q @ k_cache[:, :, :stop].transpose(-2, -1) / math.sqrt(d_head)`; "
-        "`scores = scores.masked_fill(~causal_mask(stop - start, stop), float(\"-inf\"))`; "
+        "`scores = scores.masked_fill(~causal_mask(stop - start, stop, device=x.device), "
+        "float(\"-inf\"))`; "
         "`out[:, start:stop] = (torch.softmax(scores, dim=-1) @ v_cache[:, :, :stop])"
         ".transpose(1, 2).reshape(B, stop - start, d_model)`; at the end `return out @ w_o`.",
     ),

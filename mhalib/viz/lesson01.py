@@ -54,8 +54,10 @@ def scale_figure(d_k: int, n_keys: int = 12, seed: int = 0):
         ax.set_xlabel("key j")
         ax.set_title(f"{label}\nlargest weight {weights.max():.2f}", fontsize=10)
     axes[0].set_ylabel("weight")
-    fig.suptitle(f"d_k = {d_k}: the scores have std {scores.std():.1f} before scaling, "
-                 f"{(scores / np.sqrt(d_k)).std():.2f} after")
+    # one query's scores are a small sample: their std wanders around sqrt(d_k) and 1
+    fig.suptitle(f"d_k = {d_k}: these {n_keys} scores have std {scores.std():.2f} before scaling, "
+                 f"{(scores / np.sqrt(d_k)).std():.2f} after\n(over many draws: "
+                 f"sqrt(d_k) = {np.sqrt(d_k):.1f} before, 1 after)", fontsize=11)
     return fig
 
 

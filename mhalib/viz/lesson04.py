@@ -22,7 +22,7 @@ def _example_masks() -> dict[str, np.ndarray]:
     window = causal & (positions[None, :] > positions[:, None] - 3)  # the last 3 keys
     return {
         "causal": causal,
-        "causal, 3 new queries over a cache of 8 keys": cache,
+        "causal, 3 new queries over 8 keys": cache,
         "padding (a sequence of length 5 padded to 8)": padding,
         "causal + padding": causal & padding,
         "sliding window of 3, causal": window,

@@ -55,8 +55,8 @@ def candidates():
 
 
 def search(cases_file: str) -> dict:
-    """{exercise: {function: [encoded outputs per case]}} for every function that ran on every
-    case of the exercise without raising."""
+    """{exercise: {function: [encoded output, or None where it raised, per case]}} for every
+    function that accepted the exercise's arguments and returned on at least one case."""
     from mhalib.checks.encoding import encode, to_plain
     from mhalib.checks.registry import get_exercise
 
@@ -76,18 +76,18 @@ def search(cases_file: str) -> dict:
                 try:
                     signature.bind(*case.args, **case.kwargs)
                 except TypeError:
-                    break
+                    outputs.append(None)
+                    continue
                 signal.setitimer(signal.ITIMER_REAL, 2.0)
                 try:
                     output, _ = checker.call(function, case)
                     outputs.append(encode(to_plain(output)))
                 except BaseException:  # noqa: BLE001 - stubbed, wrong arguments, too slow
-                    break
+                    outputs.append(None)
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
-            else:
-                if cases:
-                    found[exercise][label] = outputs
+            if any(output is not None for output in outputs):
+                found[exercise][label] = outputs
     return found
 
 

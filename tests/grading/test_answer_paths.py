@@ -1,11 +1,14 @@
 """Every answer path closed: nothing in the sandbox's copy of mhalib computes a graded answer.
 
 For each assignment, the copy the grader would put in its sandbox is written, and every function
-in it that accepts an exercise's arguments is called on that exercise's visible cases in a fresh
-interpreter that sees only the copy (tests/grading/answer_search.py); the grader's full checker
-judges the outputs here. A function right on every case is an answer a learner's cell could
-call. The same search on the package as installed finds plenty (the answer key, the mistake
-models with default settings, the demos' oracles), which shows it can fail.
+in it that accepts an exercise's arguments is called on that exercise's visible and hidden cases
+in a fresh interpreter that sees only the copy (tests/grading/answer_search.py); the grader's
+full checker judges the outputs here. A function that is right on a case that wrong answers
+cannot pass by accident, and never wrong where it returns, is an answer a learner's cell could
+call (around a guard for the cases where it raises). Cases that want an error (``expects_error``)
+are left out: any function that raises there would pass them. The same search on the package as
+installed finds plenty (the answer key, the mistake models with default settings, the demos'
+oracles), which shows it can fail.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ SEED = 5
 
 
 def _search(package_dir: Path | None, exercises: list[str], tmp_path: Path) -> dict:
-    cases = {name: get_exercise(name).cases(SEED, "visible") for name in exercises}
+    cases = {name: get_exercise(name).cases(SEED, "hidden") for name in exercises}
     cases_file, out_file = tmp_path / "cases.pkl", tmp_path / "found.pkl"
     cases_file.write_bytes(pickle.dumps(cases))
     env = {**os.environ, "MHALIB_GRADING": "1", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
@@ -42,9 +45,11 @@ def _search(package_dir: Path | None, exercises: list[str], tmp_path: Path) -> d
     for name, outputs_by_function in found.items():
         checker = get_exercise(name)
         for function, outputs in outputs_by_function.items():
-            judged = [checker.judge_case(case, decode(output), {})
-                      for case, output in zip(cases[name], outputs)]
-            if all(problem is None for problem in judged):
+            ran = [(case, decode(output)) for case, output in zip(cases[name], outputs)
+                   if output is not None and not getattr(case, "expects_error", False)]
+            judged = [(case, checker.judge_case(case, output, {})) for case, output in ran]
+            if all(problem is None for _, problem in judged) and any(
+                    not getattr(case, "degenerate", False) for case, _ in judged):
                 right.setdefault(name, []).append(function)
     return right
 

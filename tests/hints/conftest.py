@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from mhalib.classroom.release import release_data
 from mhalib.hints import ledger as hint_ledger
 from mhalib.quiz import session as quiz_session
-from mhalib.quiz.keys import RELEASE_FILE, release_data
+from mhalib.quiz.keys import RELEASE_FILE
+from tests.checkout import COURSE
 
 ASSIGNMENT = "01-single-head"
 
@@ -31,7 +33,7 @@ def lesson_folder(tmp_path, monkeypatch):
 def release(folder, mode: str) -> None:
     """Make ``folder`` a release of lesson 01 in quick-check ``mode``; the next hint or check
     starts a new kernel's state."""
-    (folder / RELEASE_FILE).write_text(json.dumps(release_data(ASSIGNMENT, mode)))
+    (folder / RELEASE_FILE).write_text(json.dumps(release_data(ASSIGNMENT, mode, COURSE.keys)))
     quiz_session._SESSION = None
     hint_ledger._LEDGER = None
 

@@ -55,4 +55,10 @@ GIVEAWAYS: dict[str, tuple[str, ...]] = {
     "decode_attention_intensity": (r"4\*batch_size\*num_heads", r"flops/cache_bytes"),
     "paged_attention": (r"k_pages\[pages,:", r"repeat_interleave\(H//G"),
     "chunked_prefill": (r"masked_fill\(~causal_mask", r"k_cache\[:,:,:stop\]"),
+    "softmax_backward": (r"\(grad_weights\*weights\)\.sum\(dim=-1,keepdim=True\)",
+                         r"weights\*\(grad_weights-row\)"),
+    "attention_backward": (r"grad_s@k/sqrt\(d\)", r"grad_s\.transpose\(-2,-1\)@q",
+                           r"p\.transpose\(-2,-1\)@grad_out"),
+    "attention_backward_flops": (r"4x2N\^2d", r"4\+\(1ifrecompute"),
+    "flash_attention_backward": (r"grad_q\+=grad_s@k_blk", r"p\.transpose\(-2,-1\)@grad_out"),
 }

@@ -17,8 +17,8 @@ from mhalib.grading.credit import Credit, with_hint_cost
 from mhalib.grading.rubric import RubricError, default_rubric, rubric_from_table
 from mhalib.grading.scorer import score_notebook
 from mhalib.hints.record import bundle
-from mhalib.release import REPO
-from tests.grading import answers
+from tests.checkout import REPO
+from tests.grading.answers import lesson01 as answers
 from tests.grading.conftest import ASSIGNMENT, SOURCE, TEST_LIMITS, read_results
 
 SEED = 11

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from mhalib.checks.lesson01 import EXERCISES
 from mhalib.reference import softmax as reference_softmax
 from tests.hints.claims import passes, says
 
@@ -29,7 +30,10 @@ def test_a_shift_leaves_the_softmax_alone_and_keeps_exponents_at_most_zero():
 
 
 def test_keepdims_shapes_are_as_stated():
-    says("softmax", 3, "(2,)", "(2, 1)", "does not even broadcast")
+    says("softmax", 3, "never a fixed -1", "the test also asks for `axis=0`", "(2,)", "(2, 1)",
+         "does not even broadcast")
+    visible = EXERCISES["softmax"].visible_cases(np.random.default_rng(0))
+    assert any(case.kwargs.get("axis") == 0 for case in visible)
     x = np.zeros((2, 3))
     assert np.max(x, axis=1).shape == (2,) and np.max(x, axis=1, keepdims=True).shape == (2, 1)
     try:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from mhalib.reference import merge_heads as reference_merge
 from mhalib.reference import softmax
 from mhalib.reference import split_heads as reference_split
+from tests.checkout import REPO
 from tests.hints.claims import passes, says
 
 
@@ -46,6 +49,23 @@ def test_the_round_trip_catches_a_plain_reshape():
 def test_the_last_merge_hint_passes():
     says("merge_heads", -1, "x.transpose(0, 2, 1, 3).reshape(B, N, H * d_head)")
     passes("merge_heads", merge_heads)
+
+
+def test_heads_are_batch_axes_and_the_notebook_has_no_softmax():
+    says("multi_head_attention", 1, "No loop over the heads", "(B, H, N, d_head)")
+    says("multi_head_attention", 2, "This notebook has no `softmax` of its own",
+         "sqrt(d_head)")
+    rng = np.random.default_rng(2)
+    q, k = rng.normal(size=(2, 3, 5, 4)), rng.normal(size=(2, 3, 5, 4))
+    batched = q @ np.swapaxes(k, -1, -2)
+    looped = np.stack([np.stack([q[b, h] @ k[b, h].T for h in range(3)]) for b in range(2)])
+    np.testing.assert_allclose(batched, looped)
+    notebook = json.loads((REPO / "solutions" / "02-multi-head" /
+                           "multi_head_attention.ipynb").read_text())
+    given = "".join("".join(cell["source"]) for cell in notebook["cells"]
+                    if cell["cell_type"] == "code"
+                    and not cell["metadata"].get("nbgrader", {}).get("solution"))
+    assert "softmax" not in given  # no cell the learner is given defines or imports one
 
 
 def test_the_shapes_along_the_layer_are_as_listed():

@@ -12,6 +12,18 @@ from mhalib.reference import softmax_jacobian as reference_jacobian
 from tests.hints.claims import passes, says
 
 
+def test_the_global_generator_ignores_the_seed():
+    says("dot_product_variance", 1, "`rng.standard_normal`", "`np.random.randn`",
+         "those ignore `seed`")
+
+    def with_global(d_k, n_samples=1_000, seed=0):
+        q, k = np.random.randn(n_samples, d_k), np.random.normal(size=(n_samples, d_k))
+        return float(np.var(np.sum(q * k, axis=1)))
+
+    assert with_global(8, seed=3) != with_global(8, seed=3)
+    assert reference_variance(8, 1_000, seed=3) == reference_variance(8, 1_000, seed=3)
+
+
 def test_rowwise_dot_products_have_one_number_per_pair():
     says("dot_product_variance", 2, "(n_samples, d_k)", "(n_samples, n_samples)")
     rng = np.random.default_rng(0)
@@ -68,9 +80,21 @@ def test_the_last_entropy_hint_passes():
 
 
 def test_the_jacobian_example_and_its_properties():
-    says("softmax_jacobian", 2, "[[0.25, -0.25], [-0.25, 0.25]]", "symmetric",
+    says("softmax_jacobian", 2, "`p @ p.T` is a number", "p = [0.5, 0.3, 0.2]",
+         "[[0.25, -0.15, -0.1], [-0.15, 0.21, -0.06], [-0.1, -0.06, 0.16]]", "symmetric",
          "each of its rows sums to 0")
-    assert reference_jacobian(np.array([0.5, 0.5])).tolist() == [[0.25, -0.25], [-0.25, 0.25]]
+    p = np.array([0.5, 0.3, 0.2])
+    assert np.ndim(p @ p.T) == 0
+    expected = [[0.25, -0.15, -0.1], [-0.15, 0.21, -0.06], [-0.1, -0.06, 0.16]]
+    np.testing.assert_allclose(reference_jacobian(p), expected, atol=1e-15)
+    # the example tells the checker's slips from the answer (a uniform p would not: with
+    # p = [0.5, 0.5], diag(p) - p * p equals diag(p) - p p^T)
+    for slip in (np.diag(p) - p * p, np.diag(p) - p @ p, np.eye(3) - np.outer(p, p),
+                 -np.outer(p, p), np.diag(p)):
+        assert not np.allclose(slip, expected)
+    half = np.array([0.5, 0.5])
+    assert np.allclose(np.diag(half) - half * half, reference_jacobian(half))
+    p = np.random.default_rng(1).dirichlet(np.ones(6))
     p = np.random.default_rng(1).dirichlet(np.ones(6))
     jacobian = reference_jacobian(p)
     np.testing.assert_allclose(jacobian, jacobian.T)

@@ -65,6 +65,19 @@ def test_the_last_padding_hint_passes():
     passes("padding_mask", padding_mask)
 
 
+def test_a_broadcast_mask_needs_an_operation_that_broadcasts():
+    says("masked_attention", 1, "(B, 1, 1, N_k)", "`np.where`", "`scores[~mask] = ...`")
+    scores, mask = np.zeros((2, 3, 4, 5)), reference_padding([5, 2], 5)  # mask (2, 1, 1, 5)
+    assert mask.shape == (2, 1, 1, 5)
+    assert np.where(mask, scores, -np.inf).shape == scores.shape
+    try:
+        scores[~mask] = -np.inf
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("boolean indexing with a broadcast mask worked after all")
+
+
 def test_an_empty_row_gives_nan_unless_handled():
     says("masked_attention", 2, "-inf - (-inf) = nan", "np.isfinite")
     says("masked_attention", 3, "0 / 0 is nan", "out=", "where=")

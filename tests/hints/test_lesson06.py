@@ -18,8 +18,11 @@ def groups_read(repeated: torch.Tensor) -> list[int]:
 
 def test_the_group_orders_are_as_stated():
     says("repeat_kv", 1, "0, 0, 0, 1, 1, 1", "not 0, 1, 0, 1, 0, 1")
-    says("repeat_kv", 2, "x.repeat(1, n_rep, 1, 1)")
+    says("repeat_kv", 2, "x.repeat(1, n_rep, 1, 1)", "in front of the group axis",
+         "tiles again")
     x = torch.arange(2.0).reshape(1, 2, 1, 1)  # group g holds the number g
+    in_front = x[:, None].expand(1, 3, 2, 1, 1).reshape(1, 6, 1, 1)
+    assert groups_read(in_front) == [0, 1, 0, 1, 0, 1]
     assert groups_read(reference_repeat(x, 3)) == [0, 0, 0, 1, 1, 1]
     assert groups_read(x.repeat(1, 3, 1, 1)) == [0, 1, 0, 1, 0, 1]
     assert [h // 3 for h in range(6)] == [0, 0, 0, 1, 1, 1]

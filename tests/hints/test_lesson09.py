@@ -29,13 +29,14 @@ def rope_angles(positions, head_dim, base=10000.0):
     """The last hint of rope_angles, followed."""
     if head_dim % 2:
         raise ValueError(f"head_dim={head_dim} is odd")
-    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    i = torch.arange(head_dim // 2, dtype=torch.float64, device=positions.device)
     inv_freq = base ** (-2 * i / head_dim)
     return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).float()
 
 
 def test_the_last_angles_hint_passes():
-    says("rope_angles", -1, "i = torch.arange(head_dim // 2, dtype=torch.float64)",
+    says("rope_angles", -1,
+         "i = torch.arange(head_dim // 2, dtype=torch.float64, device=positions.device)",
          "inv_freq = base ** (-2 * i / head_dim)",
          "return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).float()")
     passes("rope_angles", rope_angles)
@@ -55,14 +56,14 @@ def test_pairs_are_halves_and_the_sign_check():
 
 
 def test_the_last_rope_hint_passes():
-    says("apply_rope", -1, "angles = rope_angles(positions, x.shape[-1], base)",
+    says("apply_rope", -1, "angles = rope_angles(positions.to(x.device), x.shape[-1], base)",
          "y1 = x1 * cos - x2 * sin", "y2 = x1 * sin + x2 * cos",
          "return torch.cat([y1, y2], dim=-1).to(x.dtype)")
 
     def apply_rope(x, positions, base=10000.0):
         compute = torch.promote_types(x.dtype, torch.float32)
         half = x.shape[-1] // 2
-        angles = rope_angles(positions, x.shape[-1], base)
+        angles = rope_angles(positions.to(x.device), x.shape[-1], base)
         cos, sin = torch.cos(angles), torch.sin(angles)
         x1, x2 = x[..., :half].to(compute), x[..., half:].to(compute)
         y1 = x1 * cos - x2 * sin

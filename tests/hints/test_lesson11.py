@@ -94,10 +94,12 @@ def test_the_last_chunk_of_five_sees_every_key():
 
 
 def test_the_last_chunked_hint_passes():
-    says("chunked_prefill", -1, "torch.zeros(B, num_heads, N, d_head, dtype=x.dtype)",
+    says("chunked_prefill", -1,
+         "torch.zeros(B, num_heads, N, d_head, dtype=x.dtype, device=x.device)",
          "k_cache[:, :, start:stop] = split(x_c @ w_k)",
          "scores = q @ k_cache[:, :, :stop].transpose(-2, -1) / math.sqrt(d_head)",
-         'scores = scores.masked_fill(~causal_mask(stop - start, stop), float("-inf"))',
+         "scores = scores.masked_fill(~causal_mask(stop - start, stop, device=x.device), "
+         'float("-inf"))',
          "return out @ w_o")
 
     def chunked_prefill(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
@@ -107,9 +109,9 @@ def test_the_last_chunked_hint_passes():
         def split(y):
             return y.reshape(batch, -1, num_heads, d_head).transpose(1, 2)
 
-        k_cache = torch.zeros(batch, num_heads, n, d_head, dtype=x.dtype)
-        v_cache = torch.zeros(batch, num_heads, n, d_head, dtype=x.dtype)
-        out = torch.zeros(batch, n, d_model, dtype=x.dtype)
+        k_cache = torch.zeros(batch, num_heads, n, d_head, dtype=x.dtype, device=x.device)
+        v_cache = torch.zeros(batch, num_heads, n, d_head, dtype=x.dtype, device=x.device)
+        out = torch.zeros(batch, n, d_model, dtype=x.dtype, device=x.device)
         for start in range(0, n, chunk_size):
             stop = min(start + chunk_size, n)
             x_c = x[:, start:stop]
@@ -117,7 +119,8 @@ def test_the_last_chunked_hint_passes():
             k_cache[:, :, start:stop] = split(x_c @ w_k)
             v_cache[:, :, start:stop] = split(x_c @ w_v)
             scores = q @ k_cache[:, :, :stop].transpose(-2, -1) / math.sqrt(d_head)
-            scores = scores.masked_fill(~causal_mask(stop - start, stop), float("-inf"))
+            hidden = ~causal_mask(stop - start, stop, device=x.device)
+            scores = scores.masked_fill(hidden, float("-inf"))
             out[:, start:stop] = (torch.softmax(scores, dim=-1) @ v_cache[:, :, :stop]) \
                 .transpose(1, 2).reshape(batch, stop - start, d_model)
         return out @ w_o

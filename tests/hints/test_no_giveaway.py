@@ -16,7 +16,7 @@ import pytest
 
 from mhalib import course
 from mhalib.hints import ladder
-from mhalib.release import REPO
+from tests.checkout import REPO
 from tests.hints.claims import normalise
 from tests.hints.giveaways import GIVEAWAYS, MIN_EXPRESSION_CHARS
 

@@ -11,7 +11,7 @@ import pytest
 
 from mhalib import course
 from mhalib.hints import ladder
-from mhalib.release import REPO
+from tests.checkout import REPO
 
 
 def section_numbers(lesson: course.Lesson) -> set[str]:

@@ -9,7 +9,7 @@ from mhalib.viz.lesson04 import MASKS, example_weights, mask_explorer, mask_figu
 
 def test_example_masks_agree_with_the_answer_key():
     assert np.array_equal(MASKS["causal"], causal_mask(8))
-    assert np.array_equal(MASKS["causal, 3 new queries over a cache of 8 keys"],
+    assert np.array_equal(MASKS["causal, 3 new queries over 8 keys"],
                           causal_mask(3, 8))
     padding = padding_mask([5], 8)[0, 0]  # (1, 8)
     assert np.array_equal(MASKS["padding (a sequence of length 5 padded to 8)"],
@@ -27,7 +27,7 @@ def test_example_weights_respect_the_mask(kind):
 
 
 def test_plot_mask_shows_queries_at_their_positions():
-    ax = plot_mask(MASKS["causal, 3 new queries over a cache of 8 keys"])
+    ax = plot_mask(MASKS["causal, 3 new queries over 8 keys"])
     assert [t.get_text() for t in ax.get_yticklabels()] == ["5", "6", "7"]
     with pytest.raises(ValueError, match="mask must have shape"):
         plot_mask(np.ones((2, 2, 2)))

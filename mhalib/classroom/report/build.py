@@ -98,10 +98,11 @@ def score_distribution(totals: list[float], max_points: float) -> ScoreDistribut
 
 def _keys(assignment: str, folder: Path | None, questions: dict, notes: list[str]) -> dict:
     """Parsed instructor keys of the lesson's quick checks ({} with a note when unreadable)."""
+    from mhalib.classroom.course_folder import locate
     from mhalib.quiz.keys import BadKeys, instructor_keys, parse_key
 
     try:
-        raw = instructor_keys(assignment, folder)
+        raw = instructor_keys(assignment, folder or locate().keys)
     except (FileNotFoundError, BadKeys, OSError) as error:
         notes.append(f"{assignment}: quick-check keys not read ({error}); keys and known slips "
                      "are inferred from the answers")

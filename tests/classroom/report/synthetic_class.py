@@ -41,6 +41,7 @@ from mhalib.grading.writer import CourseLayout
 from mhalib.quiz import all_questions
 from mhalib.quiz.keys import instructor_keys
 from mhalib.quiz.record import Recorded
+from tests.checkout import COURSE
 from tests.classroom.report.synthetic_gradebook import write_gradebook
 from tests.classroom.report.synthetic_plan import REPO, ClassPlan, ItemPlan
 
@@ -122,7 +123,7 @@ def build_results(plan: ClassPlan, models: dict[str, NotebookModel],
     """Every student's :class:`GradingResult` per assignment of ``plan``."""
     rubric = default_rubric()
     by_student: dict[str, dict[str, dict[str, ItemVerdict]]] = {}
-    keys = {a: instructor_keys(a, keys_dir) for a in plan.assignments}
+    keys = {a: instructor_keys(a, keys_dir or COURSE.keys) for a in plan.assignments}
     for item in plan.items:
         model = models[item.assignment]
         verdicts = (_exercise_verdicts(item, model, rubric) if item.kind == "exercise" else

@@ -13,7 +13,7 @@ recover is known before anything is graded:
   broken (the last multiple-choice question of the first lesson that has two or more): its
   stronger half picks the first distractor, its weaker half the key;
 - fill-in: no answer 1/24, another wrong answer 1/12, known slip B 1/8, known slip A 1/4 (slips:
-  ``REJECT`` answers of tests/quiz/answers_lessonNN.py written as one of the key's
+  ``REJECT`` answers of tests/quiz/answers/lessonNN.py written as one of the key's
   ``mistakes``), a right answer (``ACCEPT``, cycled) for the rest. The other wrong answer is
   the first ``REJECT`` answer written as no slip that the quiz judge does not match to a slip
   by value either, for any learner's numbers (``np.sqrt(q.shape[0])`` is the key's
@@ -35,6 +35,7 @@ from mhalib.quiz.judge import judge
 from mhalib.quiz.keys import instructor_keys, parse_key
 from mhalib.quiz.question import MultipleChoice
 from mhalib.quiz.variant import for_student, rng_for
+from tests.checkout import COURSE
 
 REPO = Path(__file__).resolve().parents[3]
 NO_ANSWER, OTHER = "no answer", "other"
@@ -94,7 +95,7 @@ class ClassPlan:
 
 def _fixtures(lesson) -> tuple[object, dict]:
     checks = importlib.import_module(f"tests.checks.answers.lesson{lesson.number}")
-    quiz = runpy.run_path(str(REPO / "tests" / "quiz" / f"answers_lesson{lesson.number}.py"))
+    quiz = runpy.run_path(str(REPO / "tests" / "quiz" / "answers" / f"lesson{lesson.number}.py"))
     return checks, quiz
 
 
@@ -186,7 +187,7 @@ def make_plan(students: int, assignments: list[str], broken_question: bool = Tru
         checks, quiz = _fixtures(lesson)
         for exercise in lesson.exercise_names:
             plan.items.append(_exercise_plan(assignment, exercise, checks, students))
-        keys = instructor_keys(assignment, keys_dir)
+        keys = instructor_keys(assignment, keys_dir or COURSE.keys)
         choices = [q for q in keys if isinstance(questions[q], MultipleChoice)]
         if broken_question and broken is None and len(choices) > 1:
             broken = choices[-1]

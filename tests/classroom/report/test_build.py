@@ -55,6 +55,7 @@ def test_results_written_before_responses_were_kept_still_count():
     from mhalib.grading.records import ItemVerdict
     from mhalib.quiz import get_question
     from mhalib.quiz.keys import instructor_keys, parse_key
+    from tests.checkout import COURSE
 
     def work(student, passed, flags=()):
         verdict = ItemVerdict("quick_check", "qc_weights_shape", passed, float(passed), "d",
@@ -66,7 +67,7 @@ def test_results_written_before_responses_were_kept_still_count():
                                                  work("c", False, ["no_record"])], [],
                               ["qc_weights_shape"])
     question = get_question("qc_weights_shape")
-    key = parse_key(question, instructor_keys("01-single-head")["qc_weights_shape"])
+    key = parse_key(question, instructor_keys("01-single-head", COURSE.keys)["qc_weights_shape"])
     summary = summarise_quick_check(graded, "qc_weights_shape", question, key)
     assert (summary.students, summary.answered, summary.right) == (3, 2, 1)
     counts = {c.choice: c.count for c in summary.choices}

@@ -15,9 +15,10 @@ from mhalib.quiz import get_question
 from mhalib.quiz.judge import judge
 from mhalib.quiz.keys import instructor_keys, parse_key
 from mhalib.quiz.record import Recorded
+from tests.checkout import COURSE
 from tests.classroom.report.conftest import REPO
 
-KEYS = instructor_keys("01-single-head")
+KEYS = instructor_keys("01-single-head", COURSE.keys)
 
 
 @pytest.mark.parametrize("answer, slip, correct", [

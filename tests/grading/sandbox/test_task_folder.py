@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 
 from mhalib.grading.sandbox.limits import Limits
-from mhalib.grading.sandbox.task_folder import collect
+from mhalib.grading.sandbox.task_folder import SEALED_DIR, collect
 
 LIMITS = Limits(record_bytes=1000).to_dict()
 
 
 def test_records_and_class_cache_entries_come_back_up_to_the_record_limit(tmp_path):
-    for kind in ("records", "cache"):
-        (tmp_path / kind).mkdir()
-        (tmp_path / kind / "small.json").write_text("{}" + " " * 900)
-        (tmp_path / kind / "large.json").write_text("{}" + " " * 1000)
+    for folder in (SEALED_DIR, "cache"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "small.json").write_text("{}" + " " * 900)
+        (tmp_path / folder / "large.json").write_text("{}" + " " * 1000)
     out = collect(str(tmp_path), LIMITS)
     for kind in ("records", "cache"):
         assert out[kind]["small"].startswith("{}"), kind
@@ -22,8 +22,8 @@ def test_records_and_class_cache_entries_come_back_up_to_the_record_limit(tmp_pa
 
 
 def test_a_record_that_is_a_link_is_not_followed(tmp_path):
-    (tmp_path / "records").mkdir()
+    (tmp_path / SEALED_DIR).mkdir()
     secret = tmp_path / "secret.txt"
     secret.write_text("solutions")
-    os.symlink(secret, tmp_path / "records" / "softmax.json")
+    os.symlink(secret, tmp_path / SEALED_DIR / "softmax.json")
     assert collect(str(tmp_path), LIMITS)["records"] == {}

@@ -12,7 +12,8 @@ ACCEPT = {
                "tokens_per_second * 6 * params / (peak_tflops * 1e12 * gpus)"],
 }
 REJECT = {
-    "qc_causal_skip": ["2 * seq_len**2 * d_model", "4 * seq_len**2 * d_model",
+    "qc_causal_skip": ["2 * seq_len**2 * d_model", "2 * seq_len * (seq_len - 1) * d_model",
+                       "4 * seq_len**2 * d_model",
                        "2 * seq_len * (seq_len + block) * d_model",
                        "seq_len * (seq_len - block) * d_model"],
     "qc_decode_step": ["8 * n * d_model**2 + 4 * n**2 * d_model", "8 * d_model**2",
