@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mhalib.checks.compare import describe, difference
+from mhalib.checks.compare import describe, difference, nan_where_empty
 
 SUITES = ("visible", "hidden", "grading")
 
@@ -27,12 +27,18 @@ class Case:
     ``degenerate`` marks a case that wrong answers can pass by accident (a single key, a size-1
     axis, all-equal inputs, an empty row): it still counts as a check, but passing only such
     cases never earns partial credit when grading (see mhalib/grading/credit.py).
+
+    ``must_raise`` marks arguments the contract refuses: the sentence says why (``"d_model=10 is
+    not divisible by num_heads=4"``); the probe records the exception raised as the output
+    ``"raised <Type>: <message>"`` and the judge wants one of ``raise_types``.
     """
 
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
     degenerate: bool = False
+    must_raise: str = ""
+    raise_types: tuple[str, ...] = ("ValueError", "TypeError")
 
     def arguments(self, names: tuple[str, ...], defaults: dict | None = None) -> dict:
         """The case's arguments by name: positional ones in the order of ``names``, then the
@@ -152,13 +158,25 @@ class Exercise:
         """None if ``received`` is right for ``case``; otherwise why not (one sentence)."""
         return difference(self.expected(case), received, self.rtol, self.atol)
 
+    def refusal_problem(self, case: Case, received) -> str | None:
+        """For a ``must_raise`` case: None when the call raised one of the accepted errors."""
+        raised = received if isinstance(received, str) and received.startswith("raised ") else ""
+        kind = raised[len("raised "):].split(":", 1)[0]
+        if kind in getattr(case, "raise_types", ()):
+            return None
+        what = f"raised {kind}" if raised else f"returned {describe(received)}"
+        return (f"{case.must_raise}, so the contract wants ValueError naming both numbers; "
+                f"your function {what}")
+
     def reproduces(self, case: Case, compute: Callable[[Case], Any], received) -> bool:
         """True when ``compute`` (a wrong answer) differs from the reference on ``case`` and
         ``received`` equals it."""
+        if getattr(case, "must_raise", ""):
+            return False
         try:
             wrong = compute(case)
         except Exception:
             return False
         if difference(self.expected(case), wrong, self.rtol, self.atol) is None:
             return False  # this mistake makes no difference on this case
-        return difference(wrong, received, self.rtol, self.atol) is None
+        return difference(wrong, nan_where_empty(wrong, received), self.rtol, self.atol) is None

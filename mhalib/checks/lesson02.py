@@ -82,6 +82,8 @@ class SplitHeads(Exercise):
             Case("d_head = 1", (_activations(rng, 2, 4, 5), 5), degenerate=True),
             Case("float32", (_activations(rng, 2, 7, 16, np.float32), 8)),
             Case("one token", (_activations(rng, 2, 1, 12), 3), degenerate=True),
+            Case("d_model=10 over 4 heads must raise ValueError", (_activations(rng, 1, 3, 10), 4),
+                 must_raise="d_model=10 is not divisible by num_heads=4"),
         ]
 
     def mistakes(self):

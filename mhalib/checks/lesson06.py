@@ -106,6 +106,10 @@ def gqa_inputs(rng, batch, n, d_model, num_heads, num_kv_heads):
     return (x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
 
 
+# a function that does not check its arguments still refuses them if torch raises on its way
+RAISED_BY_TORCH = ("ValueError", "TypeError", "RuntimeError", "IndexError")
+
+
 class GroupedQueryAttention(TorchExercise):
     name = "grouped_query_attention"
     assignment = "06-gqa"
@@ -132,6 +136,10 @@ class GroupedQueryAttention(TorchExercise):
                       {"causal": False}),
             TorchCase("a single token", gqa_inputs(rng, 2, 1, 16, 4, 2), {"causal": True},
                       degenerate=True),
+            TorchCase("6 query heads over 4 K/V heads must raise ValueError",
+                      gqa_inputs(rng, 1, 4, 24, 6, 4), must_raise="num_heads=6 is not a "
+                      "multiple of num_kv_heads=4 (query heads cannot share the groups evenly)",
+                      raise_types=RAISED_BY_TORCH),
         ]
 
     def mistakes(self):
@@ -229,6 +237,7 @@ def _cache(num_layers, num_kv_heads, head_dim, seq_len, batch_size, bytes_per_el
 
 
 class KVCacheBytes(Exercise):
+    int_counts = True  # a float count, even of the right value, fails
     name = "kv_cache_bytes"
     assignment = "06-gqa"
     rtol, atol = 1e-9, 0.0

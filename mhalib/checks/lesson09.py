@@ -287,6 +287,10 @@ class ApplyRope(_RopeExercise):
                      (_x(rng, 2, 4, 1, 16), np.array([1000]))),
             RopeCase("head_dim 2: one pair, both layouts agree",
                      (_x(rng, 1, 3, 5, 2), np.arange(5)), degenerate=True),
+            RopeCase("x (1, 2, 4, 7): an odd head_dim must raise ValueError",
+                     (_x(rng, 1, 2, 4, 7), np.arange(4)), must_raise="head_dim=7 is odd, so "
+                     "the last feature has no partner to rotate with",
+                     raise_types=("ValueError", "TypeError", "RuntimeError", "IndexError")),
         ]
 
     def judge_case(self, case, received, meta):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mhalib.checks.answer_key import answer_key
-from mhalib.checks.compare import TOLERANCES, difference
+from mhalib.checks.compare import TOLERANCES, difference, nan_where_empty
 from mhalib.checks.exercise import Case, Exercise, Symptom
 
 # (rtol, atol) by the torch dtype of a case's inputs; bfloat16 keeps 8 bits of mantissa
@@ -171,7 +171,7 @@ class TorchExercise(Exercise):
         tolerance = self.tolerance(case)
         if difference(self.expected_once(case), wrong, *tolerance) is None:
             return False  # this mistake makes no difference on this case
-        return difference(wrong, received, *tolerance) is None
+        return difference(wrong, nan_where_empty(wrong, received), *tolerance) is None
 
 
 class MeasuredExercise(TorchExercise):

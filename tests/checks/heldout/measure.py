@@ -17,6 +17,11 @@ rates reported.
 
     python -m tests.checks.heldout.measure round_a --out /tmp/round_a.json [--jobs 2]
     python -m tests.checks.heldout.measure round_a --rates round_a_baseline.json
+    python -m tests.checks.heldout.measure --catalogue /path/to/round_b --out /tmp/b.json
+
+A catalogue anywhere (``--catalogue FOLDER``) needs only a ``catalogue.py`` defining
+``ENTRIES`` (entries with ``exercise``, ``kind``, ``label``, ``mistake``, ``func``); any
+exercise of the course counts, lesson 12's included.
 
 Runs from the checkout's top folder.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 import warnings
@@ -38,12 +44,22 @@ CALL_TIMEOUT = 10.0  # the grader's (mhalib.checks.record.record_exercises)
 MISTAKE = "mistake:"
 
 
-def catalogue(round_name: str) -> list:
-    """The catalogue's entries (its folder goes on sys.path: its modules import each other)."""
-    folder = str(HERE / round_name)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = importlib.import_module(f"tests.checks.heldout.{round_name}.catalogue")
+def catalogue(round_name: str | None = None, folder: str | None = None) -> list:
+    """The entries of the catalogue ``round_name`` (a folder beside this file) or of the
+    catalogue in ``folder`` (anywhere): its folder goes on sys.path, its modules import each
+    other."""
+    path = Path(folder).resolve() if folder else HERE / str(round_name)
+    if not (path / "catalogue.py").is_file():
+        raise SystemExit(f"no catalogue.py in {path}")
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+    if not folder:
+        module = importlib.import_module(f"tests.checks.heldout.{round_name}.catalogue")
+    else:
+        spec = importlib.util.spec_from_file_location(f"heldout_{path.name}_catalogue",
+                                                      path / "catalogue.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     return list(module.ENTRIES)
 
 
@@ -89,12 +105,13 @@ def _measure_index(index: int) -> dict:
     return measure_entry(_ENTRIES[index])
 
 
-def measure(round_name: str, jobs: int = 1, only: str | None = None) -> list[dict]:
+def measure(round_name: str | None, jobs: int = 1, only: str | None = None,
+            folder: str | None = None) -> list[dict]:
     """The table of a catalogue, in catalogue order (``only``: exercises or lessons, comma
-    separated, e.g. "attention,06")."""
+    separated, e.g. "attention,06"; ``folder``: a catalogue outside tests/checks/heldout)."""
     from mhalib.checks import get_exercise
 
-    entries = catalogue(round_name)
+    entries = catalogue(round_name, folder)
     if only:
         wanted = set(only.split(","))
         entries = [e for e in entries if e.exercise in wanted
@@ -165,7 +182,9 @@ def as_markdown(table: list[dict], judgement: dict | None = None) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("round", help="catalogue folder under tests/checks/heldout, e.g. round_a")
+    parser.add_argument("round", nargs="?", default=None,
+                        help="catalogue folder under tests/checks/heldout, e.g. round_a")
+    parser.add_argument("--catalogue", help="a catalogue folder anywhere (holds catalogue.py)")
     parser.add_argument("--out", help="write the measured table (JSON) here")
     parser.add_argument("--markdown", help="write the table as Markdown here")
     parser.add_argument("--table", help="read a measured table (JSON) instead of measuring")
@@ -176,7 +195,9 @@ def main(argv=None) -> int:
     if options.table:
         table = json.loads(Path(options.table).read_text())
     else:
-        table = measure(options.round, options.jobs, options.only)
+        if not (options.round or options.catalogue):
+            parser.error("name a round or give --catalogue FOLDER")
+        table = measure(options.round, options.jobs, options.only, options.catalogue)
     if options.out:
         Path(options.out).write_text(json.dumps(table, indent=1))
     judgement = None
