@@ -74,8 +74,7 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
         except Exception:
             found = None
         if found:
-            label = case.label
-            return found[0], f"{found[1]} (case '{label}')"
+            return found[0], f"{found[1]} (case '{case.label}')"
     return None
 
 

@@ -21,7 +21,8 @@ def explain_error(exercise, case, error: str, named: dict[str, int]) -> tuple[st
         if found:
             flag, reason = found
             where = f" at `{line}`" if line else ""
-            return f"raised:{flag}", f"{reason} (it raised{where}: {last[:160]})"
+            return f"raised:{flag}", (f"{reason} (it raised{where}: {last[:160]}, when called "
+                                      f"with {case.signature()[:200]})")
     return None
 
 

@@ -64,6 +64,9 @@ def _scalar(e, r, path, named):
 
     if e == 0 or r == 0:
         return None
+    if abs(r * e - 1) < 1e-6 and abs(e) != 1:
+        return ("form:inverted", f"{path} is the reciprocal of the right value ({r:.6g} for "
+                f"{e:.6g}): the division is upside down.")
     name = factor_name(r / e, named)
     if name is None:
         return None
@@ -122,6 +125,10 @@ def _nan(case, e, r, path):
             return ("form:nan_empty_rows", f"{path} is NaN exactly on the rows that should be "
                     "zeros (a query with no allowed key: 0 / 0); the contract wants a zero row "
                     "there, so guard the division (or replace those rows) in this output too.")
+    arrays = [a for a in list(case.args) + list(case.kwargs.values())
+              if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size]
+    if any(np.isinf(a).any() for a in arrays):
+        return None  # -inf inputs (empty sets) make overflow one explanation among several
     largest = max((float(np.max(np.abs(a))) for a in list(case.args) + list(
         case.kwargs.values()) if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size),
         default=0.0)

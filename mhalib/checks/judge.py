@@ -99,14 +99,14 @@ def _named_mistakes(mistakes, votes: Counter[str], recorded_failures: int) -> li
     """The mistakes to name: the one whose model reproduces the most failing cases, and only if
     it reproduces more than half of the failing cases with a recorded output. A model that
     matches a case or two of many explains nothing: a wrong name is worse than none. When two
-    models reproduce exactly the same cases, both are named (the checker's order first): the
-    output cannot tell them apart."""
+    models reproduce as many cases, the checker's order decides (the list returned keeps room
+    for naming both, once a test tells truly indistinguishable models apart)."""
     if not votes:
         return []
     most = max(votes.values())
     if 2 * most <= recorded_failures:
         return []
-    return [m.name for m in mistakes if votes[m.name] == most][:2]
+    return [m.name for m in mistakes if votes[m.name] == most][:1]
 
 
 def _beside(best: str, detections: list[list[str]], votes: Counter[str]) -> dict:

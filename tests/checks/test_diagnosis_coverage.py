@@ -38,7 +38,8 @@ def strict_name(exercise_name: str, record: dict, seed: int, suite: str = "gradi
             continue
         output, meta = decode(raw.get("output")), raw.get("meta") or {}
         try:
-            problem = exercise.judge_case(case, output, meta)
+            problem = (exercise.refusal_problem(case, output) if case.must_raise
+                       else exercise.judge_case(case, output, meta))
         except Exception:
             problem = "could not compare"
         if problem is None:
