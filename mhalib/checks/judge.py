@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mhalib.checks.encoding import EncodingError, decode
+from mhalib.checks.exercise import Refusal
 from mhalib.checks.explain import explain_failures, float_count_problem
 from mhalib.checks.verdict import Verdict
 
@@ -61,9 +62,9 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         failures.append((case.label, problem))
         recorded_failures += 1
         general_failed += not getattr(case, "degenerate", False)
-        detected = [] if getattr(case, "must_raise", "") else [
-            m.name for m in mistakes
-            if m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
+        refusing = bool(getattr(case, "must_raise", ""))
+        detected = [m.name for m in mistakes if isinstance(m, Refusal) == refusing
+                    and m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
         mistake_votes.update(detected)
         detections.append(detected)
     total = len(cases)
@@ -74,13 +75,23 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     if not failures:
         return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.", **counts)
     details = [f"{label}: {problem}" for label, problem in failures]
-    tied = _named_mistakes(mistakes, mistake_votes, recorded_failures)
+    # a refusal gone wrong is a slip of its own, beside whatever the computation gets wrong:
+    # the computation's mistakes are voted on the other cases, the refusal's on its own case
+    refusals = {m.name for m in mistakes if isinstance(m, Refusal)}
+    refusal_votes = Counter({n: v for n, v in mistake_votes.items() if n in refusals})
+    refused = sum(bool(refusals & set(d)) for d in detections)
+    tied = _named_mistakes(mistakes, mistake_votes - refusal_votes, recorded_failures - refused)
+    also = _named_mistakes(mistakes, refusal_votes, refused) if tied else []
+    if not tied and refused == len(failures):
+        tied = _named_mistakes(mistakes, refusal_votes, refused)
     explained = None if tied else explain_failures(exercise, cases, results, failures)
     if tied:
         best = tied[0]
         messages = [next(m.message for m in mistakes if m.name == t) for t in tied]
         diagnosis = f"{name}: {messages[0]}" if len(tied) == 1 else (
             f"{name}: two explanations fit this output: " + " Or: ".join(messages))
+        if also:
+            diagnosis += " Also, " + next(m.message for m in mistakes if m.name == also[0])
         flags.update(f"mistake:{t}" for t in tied)
         counts.update(_beside(best, detections, mistake_votes))
     elif explained is not None:

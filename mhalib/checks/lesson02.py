@@ -12,7 +12,7 @@ import numpy as np
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
-from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
 from mhalib.checks.slips import WrongAnswers
 
 # other mhalib functions that compute these answers
@@ -113,6 +113,10 @@ class SplitHeads(Exercise):
             WrongAnswer("sizes_swapped", "the reshape used (B, N, d_head, H), the last two sizes "
                         "swapped, and gives (B, d_head, N, H): reshape to (B, N, H, d_head), then "
                         "transpose(0, 2, 1, 3).", model(_split_sizes_swapped)),
+            *refusal_mistakes(
+                "d_model is not divisible by num_heads",
+                'if d_model % num_heads: raise ValueError(f"d_model={d_model} is not divisible '
+                'by num_heads={num_heads}")'),
         ]
 
 

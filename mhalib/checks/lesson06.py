@@ -16,7 +16,7 @@ import numpy as np
 
 from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
 from mhalib.checks.compare import difference
-from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
 from mhalib.checks.slips import WrongAnswers
 from mhalib.checks.torch_exercise import (
     MeasuredExercise,
@@ -106,9 +106,6 @@ def gqa_inputs(rng, batch, n, d_model, num_heads, num_kv_heads):
     return (x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
 
 
-# a function that does not check its arguments still refuses them if torch raises on its way
-RAISED_BY_TORCH = ("ValueError", "TypeError", "RuntimeError", "IndexError")
-
 
 class GroupedQueryAttention(TorchExercise):
     name = "grouped_query_attention"
@@ -138,8 +135,7 @@ class GroupedQueryAttention(TorchExercise):
                       degenerate=True),
             TorchCase("6 query heads over 4 K/V heads must raise ValueError",
                       gqa_inputs(rng, 1, 4, 24, 6, 4), must_raise="num_heads=6 is not a "
-                      "multiple of num_kv_heads=4 (query heads cannot share the groups evenly)",
-                      raise_types=RAISED_BY_TORCH),
+                      "multiple of num_kv_heads=4 (query heads cannot share the groups evenly)"),
         ]
 
     def mistakes(self):
@@ -210,6 +206,10 @@ class GroupedQueryAttention(TorchExercise):
             Symptom("returns_weights_too", "the function returned a tuple whose first element is "
                     "the right output: return only the output tensor (B, N, d_model).",
                     lambda case, received, meta: self._first_is_right(case, received)),
+            *refusal_mistakes(
+                "num_heads is not a multiple of num_kv_heads",
+                'if num_heads % num_kv_heads: raise ValueError(f"num_heads={num_heads} is not a '
+                'multiple of num_kv_heads={num_kv_heads}")'),
         ]
 
     def _first_is_right(self, case, received) -> bool:

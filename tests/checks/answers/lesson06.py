@@ -74,6 +74,8 @@ def _merge(t):
 
 
 def gqa_sdpa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_k, num_kv_heads),
                                          _split(x @ w_v, num_kv_heads), is_causal=causal,
                                          enable_gqa=True)
@@ -81,6 +83,8 @@ def gqa_sdpa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
 
 
 def gqa_einsum(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     b, n, d = x.shape
     dh = d // num_heads
     rep = num_heads // num_kv_heads
@@ -96,6 +100,8 @@ def gqa_einsum(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
 
 
 def gqa_head_loop(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     b, n, d = x.shape
     dh = d // num_heads
     rep = num_heads // num_kv_heads

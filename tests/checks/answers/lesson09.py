@@ -175,6 +175,8 @@ def rope_base_not_passed(x, positions, base=10000.0):
 
 # -- apply_rope: right -------------------------------------------------------------------------
 def rope_loop(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     d = x.shape[-1]
     y = x.double().clone()
     for n, p in enumerate(positions.tolist()):
@@ -187,6 +189,8 @@ def rope_loop(x, positions, base=10000.0):
 
 
 def rope_hf_style(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = _angles(positions, x.shape[-1], base)
     emb = torch.cat([a, a], dim=-1)
     x1, x2 = x.float().chunk(2, dim=-1)
@@ -195,6 +199,8 @@ def rope_hf_style(x, positions, base=10000.0):
 
 def rope_complex_half(x, positions, base=10000.0):
     """Rotate-half pairs as complex numbers: x_i + j x_{i+d/2}, times e^{j angle}."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = _angles(positions, x.shape[-1], base)
     x1, x2 = x.float().chunk(2, dim=-1)
     z = torch.view_as_complex(torch.stack([x1, x2], dim=-1).contiguous())
@@ -204,6 +210,8 @@ def rope_complex_half(x, positions, base=10000.0):
 
 def rope_rotation_matrices(x, positions, base=10000.0):
     """One d x d rotation matrix per position, applied with einsum."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     d, half = x.shape[-1], x.shape[-1] // 2
     a = _angles(positions, d, base).double()  # (N, d/2)
     rot = torch.zeros(len(positions), d, d, dtype=torch.float64)
@@ -216,6 +224,8 @@ def rope_rotation_matrices(x, positions, base=10000.0):
 
 
 def rope_with_own_angles(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = angles_exp_log(positions, x.shape[-1], base)
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     c, s = a.cos().to(x.dtype), a.sin().to(x.dtype)
