@@ -109,7 +109,7 @@ def sizes(exercise, case) -> dict[str, int]:
     exercise's ``axes`` names, e.g. ``{"x": "B N d_model"}``, else ``x.shape[i]``) and the
     exercise's ``derived_sizes(values)`` (e.g. ``d_head``)."""
     names = _parameter_names(exercise)
-    values = case.arguments(names) if names else dict(enumerate(case.args))
+    values = case.arguments(names, _defaults(exercise)) if names else dict(enumerate(case.args))
     found: dict[str, int] = {}
     axes = getattr(exercise, "axes", {})
     for name, value in values.items():
@@ -129,6 +129,18 @@ def sizes(exercise, case) -> dict[str, int]:
         except Exception:
             pass
     return found
+
+
+def _defaults(exercise) -> dict:
+    """The answer key's default arguments (``{"batch_size": 1, ...}``), or {}."""
+    try:
+        from mhalib.checks.answer_key import answer_key
+
+        return {name: p.default for name, p in
+                inspect.signature(answer_key(exercise.name)).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    except Exception:
+        return {}
 
 
 def _parameter_names(exercise) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from collections import Counter
 from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Refusal
 from mhalib.checks.explain import explain_failures, float_count_problem
+from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
 
 RECORD_FORMAT = "mhalib-record/1"
@@ -84,7 +85,12 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     also = _named_mistakes(mistakes, refusal_votes, refused) if tied else []
     if not tied and refused == len(failures):
         tied = _named_mistakes(mistakes, refusal_votes, refused)
-    explained = None if tied else explain_failures(exercise, cases, results, failures)
+    searched = search_beats_models(exercise, cases, results, failures,
+                                   mistake_votes - refusal_votes)
+    if searched is not None:
+        tied, also = [], []
+    explained = searched or (None if tied else explain_failures(exercise, cases, results,
+                                                                 failures))
     if tied:
         best = tied[0]
         messages = [next(m.message for m in mistakes if m.name == t) for t in tied]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.search_spaces import CountSearch
 
 EXACT = {"rtol": 1e-9, "atol": 0.0}
 
@@ -38,7 +39,9 @@ def _only(*keys):
     return pick
 
 
-class MhaFlops(Exercise):
+class MhaFlops(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     int_counts = True  # a float count, even of the right value, fails
     name = "mha_flops"
     assignment = "05-flops"
@@ -158,7 +161,9 @@ class CrossoverSeqLen(Exercise):
                    for form in forms)
 
 
-class MhaParamCount(Exercise):
+class MhaParamCount(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     int_counts = True  # a float count, even of the right value, fails
     name = "mha_param_count"
     assignment = "05-flops"

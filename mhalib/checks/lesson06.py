@@ -17,6 +17,7 @@ import numpy as np
 from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.slips import WrongAnswers
 from mhalib.checks.torch_exercise import (
     MeasuredExercise,
@@ -236,7 +237,9 @@ def _cache(num_layers, num_kv_heads, head_dim, seq_len, batch_size, bytes_per_el
             * batch_size * bytes_per_element)
 
 
-class KVCacheBytes(Exercise):
+class KVCacheBytes(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     int_counts = True  # a float count, even of the right value, fails
     name = "kv_cache_bytes"
     assignment = "06-gqa"

@@ -15,6 +15,7 @@ import numpy as np
 
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -42,7 +43,9 @@ def _mla_cache(num_layers, kv_lora_rank, rope_head_dim, seq_len, batch_size, byt
     return (num_layers if use_layers else 1) * per_token * seq_len * batch_size * bytes_per_element
 
 
-class MLAKVCacheBytes(Exercise):
+class MLAKVCacheBytes(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     int_counts = True  # a float count, even of the right value, fails
     name = "mla_kv_cache_bytes"
     assignment = "10-mla"

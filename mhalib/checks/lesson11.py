@@ -23,6 +23,7 @@ import numpy as np
 from mhalib.checks.attention_variants import softmax_rows
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 from mhalib.checks.physical import PhysicalCheck, attention_rows
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.torch_exercise import (
     MeasuredExercise,
     TorchCase,
@@ -59,7 +60,9 @@ def _intensity(num_heads, num_kv_heads, head_dim, seq_len, batch_size, bytes_per
                     * bits)
 
 
-class DecodeAttentionIntensity(Exercise):
+class DecodeAttentionIntensity(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     name = "decode_attention_intensity"
     assignment = "11-serving"
     rtol, atol = 1e-9, 0.0

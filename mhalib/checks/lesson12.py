@@ -22,6 +22,7 @@ from mhalib.checks.backward_common import (
 )
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 from mhalib.checks.flash_backward import FlashAttentionBackward
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.torch_exercise import (
     TorchCase,
     case_tensors,
@@ -207,7 +208,9 @@ class AttentionBackward(GradientExercise):
 
 # -- attention_backward_flops ----------------------------------------------------------------
 
-class AttentionBackwardFlops(Exercise):
+class AttentionBackwardFlops(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     int_counts = True  # a float count, even of the right value, fails
     name = "attention_backward_flops"
     assignment = ASSIGNMENT

@@ -397,3 +397,19 @@ ANSWER_KEY = {
     "merge_heads": [merge_from_reference],
     "multi_head_attention": [mha_from_reference, mha_from_torch_gqa_reference],
 }
+
+
+def split_slices_unchecked(x, num_heads):
+    """Right when num_heads divides d_model; otherwise drops the last features silently."""
+    d_head = x.shape[-1] // num_heads
+    return np.stack([x[..., h * d_head:(h + 1) * d_head] for h in range(num_heads)], axis=1)
+
+
+def split_reshape_unchecked(x, num_heads):
+    """Right when num_heads divides d_model; otherwise numpy's reshape error."""
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+
+
+WRONG["split_heads"]["no_argument_check"] = split_slices_unchecked
+WRONG["split_heads"]["refusal_without_values"] = split_reshape_unchecked

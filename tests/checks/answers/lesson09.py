@@ -105,6 +105,8 @@ def _angles(positions, head_dim, base=10000.0):
 
 
 def rope_promotes_dtype(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = _angles(positions, x.shape[-1], base)
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat([x1 * a.cos() - x2 * a.sin(), x1 * a.sin() + x2 * a.cos()], dim=-1)
@@ -314,3 +316,30 @@ def rope_all_in_x_dtype(x, positions, base=10000.0):
 
 
 WRONG["apply_rope"]["angles_in_low_precision"] = rope_all_in_x_dtype
+
+
+def rope_loop_unchecked(x, positions, base=10000.0):
+    """Right for even head_dim; an odd one leaves the last feature as it was, no error."""
+    d = x.shape[-1]
+    y = x.double().clone()
+    for n, p in enumerate(positions.tolist()):
+        for i in range(d // 2):
+            t = p * base ** (-2 * i / d)
+            a, b = x[..., n, i].double(), x[..., n, i + d // 2].double()
+            y[..., n, i] = a * math.cos(t) - b * math.sin(t)
+            y[..., n, i + d // 2] = a * math.sin(t) + b * math.cos(t)
+    return y.to(x.dtype)
+
+
+def rope_chunk_unchecked(x, positions, base=10000.0):
+    """Right for even head_dim; an odd one fails inside torch with a size mismatch."""
+    d = x.shape[-1]
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    a = positions.double()[:, None] * inv
+    x1, x2 = x.double().chunk(2, dim=-1)
+    return torch.cat([x1 * a.cos() - x2 * a.sin(), x1 * a.sin() + x2 * a.cos()],
+                     dim=-1).to(x.dtype)
+
+
+WRONG["apply_rope"]["no_argument_check"] = rope_loop_unchecked
+WRONG["apply_rope"]["refusal_without_values"] = rope_chunk_unchecked
