@@ -134,14 +134,17 @@ def lesson_of(exercise: str) -> str:
 def rates(table: list[dict], judgement: dict) -> dict:
     """Rates of a measured table under a judgement ({key: {"verdict": named|wrong|unnamed}}):
     per lesson and overall, of the rejected wrong answers named correctly, named wrongly and
-    not named; wrong answers accepted; right answers rejected."""
+    not named; wrong answers accepted; right answers rejected, those rejected only because
+    they do not refuse the contract's bad arguments counted apart."""
     counts: dict[str, Counter] = {}
     for row in table:
         for group in (lesson_of(row["exercise"]), "all"):
             c = counts.setdefault(group, Counter())
             if row["kind"] == "right":
                 c["right"] += 1
-                c["right_rejected"] += not row["passed_all"]
+                if not row["passed_all"]:  # refused for not refusing bad arguments: the contract
+                    contract = {"refusal_without_values", "no_argument_check"} & set(row["named"])
+                    c["right_rejected_contract" if contract else "right_rejected"] += 1
                 continue
             c["wrong"] += 1
             if row["passed"]:
@@ -155,14 +158,15 @@ def rates(table: list[dict], judgement: dict) -> dict:
 def format_rates(table_rates: dict) -> str:
     """The rates as a small text table."""
     lines = ["lesson  wrong  rejected  named (share)  named wrongly  unnamed  accepted  "
-             "right  right rejected"]
+             "right  right rejected  rejected under the contract"]
     for group, c in table_rates.items():
         rejected = c.get("rejected", 0)
         share = f"{c.get('named', 0) / rejected:.0%}" if rejected else "-"
         lines.append(f"{group:>6}  {c.get('wrong', 0):>5}  {rejected:>8}  "
                      f"{c.get('named', 0):>5} ({share:>4})  {c.get('named_wrongly', 0):>13}  "
                      f"{c.get('unnamed', 0):>7}  {c.get('accepted', 0):>8}  "
-                     f"{c.get('right', 0):>5}  {c.get('right_rejected', 0):>14}")
+                     f"{c.get('right', 0):>5}  {c.get('right_rejected', 0):>14}  "
+                     f"{c.get('right_rejected_contract', 0):>27}")
     return "\n".join(lines)
 
 
