@@ -9,13 +9,14 @@ and Python values so that the judge can rebuild them from the seed in a clean pr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from mhalib.checks.compare import describe, difference
+from mhalib.checks.compare import describe, difference, nan_where_empty
 
 SUITES = ("visible", "hidden", "grading")
 
@@ -27,12 +28,33 @@ class Case:
     ``degenerate`` marks a case that wrong answers can pass by accident (a single key, a size-1
     axis, all-equal inputs, an empty row): it still counts as a check, but passing only such
     cases never earns partial credit when grading (see mhalib/grading/credit.py).
+
+    ``must_raise`` marks arguments the contract refuses: the sentence says why (``"d_model=10 is
+    not divisible by num_heads=4"``); the probe records the exception raised as the output
+    ``"raised <Type>: <message>"`` and the judge wants one of ``raise_types``.
     """
 
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
     degenerate: bool = False
+    must_raise: str = ""
+    raise_types: tuple[str, ...] = ("ValueError", "TypeError")
+
+    @property
+    def refusal_values(self) -> tuple[str, ...]:
+        """The numbers a refusal's message must name: the ``name=value`` pairs of
+        ``must_raise`` (``("10", "4")`` for ``"d_model=10 is not divisible by num_heads=4"``)."""
+        return tuple(value for _, value in re.findall(r"(\w+)=(-?\d+)", self.must_raise))
+
+    def arguments(self, names: tuple[str, ...], defaults: dict | None = None) -> dict:
+        """The case's arguments by name: positional ones in the order of ``names``, then the
+        keyword ones, then ``defaults`` for those not given."""
+        values = dict(zip(names, self.args))
+        values.update(self.kwargs)
+        for name, value in (defaults or {}).items():
+            values.setdefault(name, value)
+        return values
 
     def signature(self) -> str:
         parts = [describe(a) if isinstance(a, np.ndarray) else repr(a) for a in self.args]
@@ -129,8 +151,12 @@ class Exercise:
 
     # -- judge side ----------------------------------------------------------------------------
     def expected(self, case: Case):
-        """The reference output (plain numpy / Python data) for one case."""
-        raise NotImplementedError
+        """The reference output (plain numpy / Python data) for one case: by default the answer
+        key of this exercise (``mhalib.reference.<name>``, imported when the judge asks) on the
+        case's arguments."""
+        from mhalib.checks.answer_key import answer_key
+
+        return answer_key(self.name)(*case.args, **case.kwargs)
 
     def mistakes(self) -> list[Mistake]:
         return []
@@ -139,13 +165,96 @@ class Exercise:
         """None if ``received`` is right for ``case``; otherwise why not (one sentence)."""
         return difference(self.expected(case), received, self.rtol, self.atol)
 
+    def refusal_problem(self, case: Case, received) -> str | None:
+        """For a ``must_raise`` case: None when the call raised ValueError or TypeError whose
+        message names every number of ``case.must_raise`` (the contract's refusal), else why
+        not (a vaguer error such as numpy's reshape error, or a result returned)."""
+        return refusal_problem(case, received)
+
     def reproduces(self, case: Case, compute: Callable[[Case], Any], received) -> bool:
         """True when ``compute`` (a wrong answer) differs from the reference on ``case`` and
         ``received`` equals it."""
+        if getattr(case, "must_raise", ""):
+            return False
         try:
             wrong = compute(case)
         except Exception:
             return False
         if difference(self.expected(case), wrong, self.rtol, self.atol) is None:
             return False  # this mistake makes no difference on this case
-        return difference(wrong, received, self.rtol, self.atol) is None
+        return difference(wrong, nan_where_empty(wrong, received), self.rtol, self.atol) is None
+
+
+REFUSED_WITHOUT_VALUES = "refusal_without_values"
+NOT_REFUSED = "no_argument_check"
+
+
+def _raised(received) -> tuple[str, str] | None:
+    """``(type, message)`` of a must_raise case's record (``"raised <Type>: <message>"``)."""
+    if not (isinstance(received, str) and received.startswith("raised ")):
+        return None
+    kind, _, message = received[len("raised "):].partition(":")
+    return kind.strip(), message.strip()
+
+
+def _names_values(message: str, values: tuple[str, ...]) -> bool:
+    return all(re.search(rf"(?<![\d.]){re.escape(v)}(?![\d])", message) for v in values)
+
+
+def refusal_kind(case: Case, received) -> str | None:
+    """None for the contract's refusal; :data:`NOT_REFUSED` when the call returned;
+    :data:`REFUSED_WITHOUT_VALUES` for another exception, or one whose message lacks the
+    numbers."""
+    raised = _raised(received)
+    if raised is None:
+        return NOT_REFUSED
+    kind, message = raised
+    allowed = getattr(case, "raise_types", ("ValueError", "TypeError"))
+    if kind in allowed and _names_values(message, case.refusal_values):
+        return None
+    return REFUSED_WITHOUT_VALUES
+
+
+def _wanted(case: Case) -> str:
+    names = " and ".join(f"{n}={v}" for n, v in re.findall(r"(\w+)=(-?\d+)", case.must_raise))
+    return f"ValueError whose message names {names}" if names else "ValueError"
+
+
+def refusal_problem(case: Case, received) -> str | None:
+    """Why a ``must_raise`` case failed (one sentence), or None (see :func:`refusal_kind`)."""
+    kind = refusal_kind(case, received)
+    if kind is None:
+        return None
+    if kind == NOT_REFUSED:
+        return (f"{case.must_raise}, so the contract wants {_wanted(case)}; your function "
+                f"returned {describe(received)} without checking")
+    raised_kind, message = _raised(received)
+    return (f"{case.must_raise}, so the contract wants {_wanted(case)}; your function raised "
+            f"{raised_kind}: {message[:120]!s}, which does not say which argument is wrong")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A contract refusal gone wrong on a ``must_raise`` case: ``kind`` is
+    :data:`NOT_REFUSED` (the function returned) or :data:`REFUSED_WITHOUT_VALUES` (it raised
+    something vaguer). Detected only on must_raise cases."""
+
+    name: str
+    message: str
+
+    def detect(self, exercise: Exercise, case: Case, received: Any, meta: dict) -> bool:
+        return bool(getattr(case, "must_raise", "")) and refusal_kind(case, received) == self.name
+
+
+def refusal_mistakes(check: str, raise_line: str) -> list[Refusal]:
+    """The two refusal mistakes of an exercise whose contract refuses some arguments, in the
+    lesson's words: ``check`` says what to test, ``raise_line`` the statement to add."""
+    return [
+        Refusal(NOT_REFUSED,
+                f"no check of the arguments: when {check}, the contract wants the function to "
+                f"refuse them before computing anything; add `{raise_line}`."),
+        Refusal(REFUSED_WITHOUT_VALUES,
+                f"when {check} your function fails with an error that does not name the "
+                f"argument and its value (numpy's or torch's own shape error, or a bare "
+                f"message); the contract wants the check up front: `{raise_line}`."),
+    ]

@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections import Counter
 
 from mhalib.checks.encoding import EncodingError, decode
+from mhalib.checks.exercise import Refusal
+from mhalib.checks.explain import explain_failures, float_count_problem
+from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
 
 RECORD_FORMAT = "mhalib-record/1"
@@ -46,16 +49,23 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             detections.append([])
             continue
         try:
-            problem = exercise.judge_case(case, result.get("output"), result.get("meta") or {})
+            if getattr(case, "must_raise", ""):
+                problem = exercise.refusal_problem(case, result.get("output"))
+            else:
+                problem = exercise.judge_case(case, result.get("output"),
+                                              result.get("meta") or {})
         except Exception as error:  # a malformed output must never crash the judge
             problem = f"could not compare the output ({type(error).__name__}: {error})"
+        if problem is None and getattr(exercise, "int_counts", False):
+            problem = float_count_problem(result.get("output"))
         if problem is None:
             continue
         failures.append((case.label, problem))
         recorded_failures += 1
         general_failed += not getattr(case, "degenerate", False)
-        detected = [m.name for m in mistakes
-                    if m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
+        refusing = bool(getattr(case, "must_raise", ""))
+        detected = [m.name for m in mistakes if isinstance(m, Refusal) == refusing
+                    and m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
         mistake_votes.update(detected)
         detections.append(detected)
     total = len(cases)
@@ -66,12 +76,35 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     if not failures:
         return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.", **counts)
     details = [f"{label}: {problem}" for label, problem in failures]
-    best = _named_mistake(mistakes, mistake_votes, recorded_failures)
-    if best is not None:
-        message = next(m.message for m in mistakes if m.name == best)
-        diagnosis = f"{name}: {message}"
-        flags.add(f"mistake:{best}")
+    # a refusal gone wrong is a slip of its own, beside whatever the computation gets wrong:
+    # the computation's mistakes are voted on the other cases, the refusal's on its own case
+    refusals = {m.name for m in mistakes if isinstance(m, Refusal)}
+    refusal_votes = Counter({n: v for n, v in mistake_votes.items() if n in refusals})
+    refused = sum(bool(refusals & set(d)) for d in detections)
+    tied = _named_mistakes(mistakes, mistake_votes - refusal_votes, recorded_failures - refused)
+    also = _named_mistakes(mistakes, refusal_votes, refused) if tied else []
+    if not tied and refused == len(failures):
+        tied = _named_mistakes(mistakes, refusal_votes, refused)
+    searched = search_beats_models(exercise, cases, results, failures,
+                                   mistake_votes - refusal_votes)
+    if searched is not None:
+        tied, also = [], []
+    explained = searched or (None if tied else explain_failures(exercise, cases, results,
+                                                                 failures))
+    if tied:
+        best = tied[0]
+        messages = [next(m.message for m in mistakes if m.name == t) for t in tied]
+        diagnosis = f"{name}: {messages[0]}" if len(tied) == 1 else (
+            f"{name}: two explanations fit this output: " + " Or: ".join(messages))
+        if also:
+            diagnosis += " Also, " + next(m.message for m in mistakes if m.name == also[0])
+        flags.update(f"mistake:{t}" for t in tied)
         counts.update(_beside(best, detections, mistake_votes))
+    elif explained is not None:
+        flag, message = explained
+        diagnosis = f"{name}: {message}"
+        flags.add(flag)
+        counts["unexplained_cases"] = len(failures)
     else:
         counts["unexplained_cases"] = len(failures)
         label, problem = failures[0]
@@ -79,17 +112,18 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
 
 
-def _named_mistake(mistakes, votes: Counter[str], recorded_failures: int) -> str | None:
-    """The mistake to name: the one whose model reproduces the most failing cases, and only if
-    it reproduces more than half of the failing cases with a recorded output (ties go to the
-    checker's order). A model that matches a case or two of many explains nothing: a wrong name
-    is worse than none."""
+def _named_mistakes(mistakes, votes: Counter[str], recorded_failures: int) -> list[str]:
+    """The mistakes to name: the one whose model reproduces the most failing cases, and only if
+    it reproduces more than half of the failing cases with a recorded output. A model that
+    matches a case or two of many explains nothing: a wrong name is worse than none. When two
+    models reproduce as many cases, the checker's order decides (the list returned keeps room
+    for naming both, once a test tells truly indistinguishable models apart)."""
     if not votes:
-        return None
+        return []
     most = max(votes.values())
     if 2 * most <= recorded_failures:
-        return None
-    return next(m.name for m in mistakes if votes[m.name] == most)
+        return []
+    return [m.name for m in mistakes if votes[m.name] == most][:1]
 
 
 def _beside(best: str, detections: list[list[str]], votes: Counter[str]) -> dict:
@@ -111,6 +145,8 @@ def _beside(best: str, detections: list[list[str]], votes: Counter[str]) -> dict
 
 
 def _status_problem(status, error, case) -> str:
+    if status == "error" and str(error).startswith("returned "):
+        return str(error)
     if status == "error" and str(error).startswith("NotImplementedError"):
         return "is not written yet (it still raises NotImplementedError)"
     if status == "error" and str(error).startswith("an unusable return value"):

@@ -14,28 +14,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
 from mhalib.checks.compare import difference
-from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
+from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.slips import WrongAnswers
 from mhalib.checks.torch_exercise import (
+    MeasuredExercise,
     TorchCase,
     TorchExercise,
-    as_numpy,
-    case_tensors,
-    exact_inputs,
-    one_thread,
     output_kind,
     torch_model,
 )
-from mhalib.checks.work import LeftTorch, torch_only, watch_products
-
-
-def _reference(name, case):
-    args, kwargs = exact_inputs(case)
-    return as_numpy(answer_key(name)(*args, **kwargs))
-
+from mhalib.checks.work import watch_products
 
 # -- repeat_kv -------------------------------------------------------------------------------
 
@@ -61,9 +52,6 @@ class RepeatKV(TorchExercise):
             TorchCase("bfloat16, 4 groups x 2", (rng.normal(size=(1, 4, 3, 2)), 2),
                       dtype="bfloat16"),
         ]
-
-    def expected(self, case):
-        return _reference(self.name, case)
 
     def reproduces(self, case, compute, received):
         """A wrong answer of the wrong shape (copies along the sequence or feature axis) is
@@ -119,6 +107,7 @@ def gqa_inputs(rng, batch, n, d_model, num_heads, num_kv_heads):
     return (x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
 
 
+
 class GroupedQueryAttention(TorchExercise):
     name = "grouped_query_attention"
     assignment = "06-gqa"
@@ -145,40 +134,34 @@ class GroupedQueryAttention(TorchExercise):
                       {"causal": False}),
             TorchCase("a single token", gqa_inputs(rng, 2, 1, 16, 4, 2), {"causal": True},
                       degenerate=True),
+            TorchCase("6 query heads over 4 K/V heads must raise ValueError",
+                      gqa_inputs(rng, 1, 4, 24, 6, 4), must_raise="num_heads=6 is not a "
+                      "multiple of num_kv_heads=4 (query heads cannot share the groups evenly)"),
         ]
-
-    def expected(self, case):
-        return _reference(self.name, case)
 
     def mistakes(self):
         def variant(**change):
-            def compute(case):
-                args, kwargs = exact_inputs(case)
-                settings = {"causal": kwargs.get("causal", False), **change}
-                if "causal_shift" in change and not settings["causal"]:
+            def fn(*args, causal=False, **knobs):
+                if "causal_shift" in knobs and not causal:
                     raise ValueError("this mistake needs a causal case")
-                return as_numpy(gqa_variant(*args, **settings))
-            return compute
+                return gqa_variant(*args, causal=causal, **knobs)
+            return torch_model(fn, **change)
 
-        def first_group(case):
+        def first_group(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
             """GQA in which every query head reads K/V group 0 (MQA on the first group)."""
-            args, kwargs = exact_inputs(case)
-            x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads = args
             if num_kv_heads == 1:
                 raise ValueError("one group: this mistake makes no difference")
             d_head = x.shape[-1] // num_heads
-            return as_numpy(gqa_variant(x, w_q, w_k[:, :d_head], w_v[:, :d_head], w_o, num_heads,
-                                        1, causal=kwargs.get("causal", False)))
+            return gqa_variant(x, w_q, w_k[:, :d_head], w_v[:, :d_head], w_o, num_heads, 1,
+                               causal=causal)
 
         def reused(keys, values):
             """GQA whose keys and values are projected with the weights named."""
-            def compute(case):
-                args, kwargs = exact_inputs(case)
-                x, w_q, w_k, w_v, w_o, *heads = args
+            def fn(x, w_q, w_k, w_v, w_o, *heads, causal=False):
                 weights = {"w_k": w_k, "w_v": w_v}
-                return as_numpy(gqa_variant(x, w_q, weights[keys], weights[values], w_o, *heads,
-                                            causal=kwargs.get("causal", False)))
-            return compute
+                return gqa_variant(x, w_q, weights[keys], weights[values], w_o, *heads,
+                                   causal=causal)
+            return torch_model(fn)
 
         return [
             WrongAnswer("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
@@ -219,10 +202,15 @@ class GroupedQueryAttention(TorchExercise):
                          "use w_k, values use w_v.", reused(keys="w_k", values="w_k"),
                          lambda c: [reused(keys="w_v", values="w_v")(c)]),
             WrongAnswer("first_group_only", "every query head read the first K/V group: head h "
-                        "must read group h // (num_heads // num_kv_heads).", first_group),
+                        "must read group h // (num_heads // num_kv_heads).",
+                        torch_model(first_group)),
             Symptom("returns_weights_too", "the function returned a tuple whose first element is "
                     "the right output: return only the output tensor (B, N, d_model).",
                     lambda case, received, meta: self._first_is_right(case, received)),
+            *refusal_mistakes(
+                "num_heads is not a multiple of num_kv_heads",
+                'if num_heads % num_kv_heads: raise ValueError(f"num_heads={num_heads} is not a '
+                'multiple of num_kv_heads={num_kv_heads}")'),
         ]
 
     def _first_is_right(self, case, received) -> bool:
@@ -233,22 +221,26 @@ class GroupedQueryAttention(TorchExercise):
 
 # -- kv_cache_bytes --------------------------------------------------------------------------
 
-_CACHE_ARGS = ("layers", "kv_heads", "head_dim", "n", "batch", "size")
+_CACHE_ARGS = ("num_layers", "num_kv_heads", "head_dim", "seq_len", "batch_size",
+               "bytes_per_element")
+_CACHE_DEFAULTS = {"batch_size": 1, "bytes_per_element": 2}
 
 
 def _cache_args(case) -> dict:
     """The case's arguments by name, defaults filled in."""
-    values = dict(zip(_CACHE_ARGS, case.args))
-    values.setdefault("batch", case.kwargs.get("batch_size", 1))
-    values.setdefault("size", case.kwargs.get("bytes_per_element", 2))
-    return values
+    return case.arguments(_CACHE_ARGS, _CACHE_DEFAULTS)
 
 
-def _cache(layers, kv_heads, head_dim, n, batch, size, *, factor=2, use_layers=True):
-    return factor * (layers if use_layers else 1) * kv_heads * head_dim * n * batch * size
+def _cache(num_layers, num_kv_heads, head_dim, seq_len, batch_size, bytes_per_element, *,
+           factor=2, use_layers=True):
+    return (factor * (num_layers if use_layers else 1) * num_kv_heads * head_dim * seq_len
+            * batch_size * bytes_per_element)
 
 
-class KVCacheBytes(Exercise):
+class KVCacheBytes(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
+    int_counts = True  # a float count, even of the right value, fails
     name = "kv_cache_bytes"
     assignment = "06-gqa"
     rtol, atol = 1e-9, 0.0
@@ -273,9 +265,6 @@ class KVCacheBytes(Exercise):
             Case("a single token, float32", (2, 3, 16, 1), {"bytes_per_element": 4}),
         ]
 
-    def expected(self, case):
-        return answer_key(self.name)(*case.args, **case.kwargs)
-
     def mistakes(self):
         def wrong(**change):
             return lambda c: _cache(**{**_cache_args(c), **change})
@@ -286,18 +275,19 @@ class KVCacheBytes(Exercise):
             WrongAnswer("no_layers", "every layer keeps its own K and V cache: multiply by "
                         "num_layers.", wrong(use_layers=False)),
             WrongAnswer("ignores_batch_size", "each sequence in the batch has its own cache: "
-                        "multiply by batch_size.", wrong(batch=1)),
+                        "multiply by batch_size.", wrong(batch_size=1)),
             WrongAnswer("elements_not_bytes", "that is the number of cached elements; multiply by "
-                        "bytes_per_element to get bytes.", wrong(size=1)),
+                        "bytes_per_element to get bytes.", wrong(bytes_per_element=1)),
             WrongAnswers("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 or "
                          "4 bytes per element was used): multiply by the bytes_per_element "
-                         "given.", wrong(size=2), lambda c: [wrong(size=4)(c)]),
+                         "given.", wrong(bytes_per_element=2),
+                         lambda c: [wrong(bytes_per_element=4)(c)]),
             WrongAnswer("bits_not_bytes", "that is bits, not bytes (8 times too many).",
                         wrong(factor=16)),
             WrongAnswers("per_token", "that is the cache of ONE token (per sequence), an "
                          "intermediate: multiply by seq_len (and batch_size) for the whole "
-                         "cache.", wrong(n=1, batch=1), lambda c: [_cache(**{**_cache_args(c),
-                                                                             "n": 1})]),
+                         "cache.", wrong(seq_len=1, batch_size=1),
+                         lambda c: [wrong(seq_len=1)(c)]),
             WrongAnswers("wrong_unit", "the size came back in GiB, GB, MiB or KiB: return it in "
                          "bytes (do not divide by 2**30 or 1e9).",
                          lambda c: _cache(**_cache_args(c)) / 2**30,
@@ -307,7 +297,7 @@ class KVCacheBytes(Exercise):
                         "in bytes, do not divide by 8.", wrong(factor=2 / 8)),
             WrongAnswer("no_kv_heads", "the cache of ONE K/V head: every layer caches "
                         "num_kv_heads heads of head_dim each, multiply by num_kv_heads.",
-                        wrong(kv_heads=1)),
+                        wrong(num_kv_heads=1)),
             WrongAnswer("no_head_dim", "the cache of one number per K/V head: each cached key "
                         "or value is a vector of head_dim entries, multiply by head_dim.",
                         wrong(head_dim=1)),
@@ -345,7 +335,7 @@ def _cases_batch_and_length(case) -> tuple[int, int]:
     return batch, n
 
 
-class DecodeWithCache(TorchExercise):
+class DecodeWithCache(MeasuredExercise):
     name = "decode_with_cache"
     assignment = "06-gqa"
     answer_key_names = ("attend", "tiled_attention", "flash_attention",
@@ -368,26 +358,13 @@ class DecodeWithCache(TorchExercise):
                       gqa_inputs(rng, 1, 16, 48, 6, 3)),
         ]
 
-    def call(self, func, case):
-        args, kwargs = case_tensors(case)
-        try:
-            with one_thread(), torch_only(self.name):
-                output, watch = watch_products(func, *args, **kwargs)
-        except LeftTorch as error:
-            return None, {"output_kind": "left_torch", "left_torch": str(error)}
+    def measure(self, func, case, args, kwargs):
+        output, watch = watch_products(func, *args, **kwargs)
         return output, {"output_kind": output_kind(output), "flops": watch.flops,
                         "projection_tokens": projection_tokens(watch.products,
                                                                case.args[0].shape[-1])}
 
-    def expected(self, case):
-        return _reference(self.name, case)
-
-    def judge_case(self, case, received, meta):
-        if meta.get("left_torch"):
-            return f"left torch while it ran: {meta['left_torch']}"
-        problem = super().judge_case(case, received, meta)
-        if problem is not None:
-            return problem
+    def work_problem(self, case, received, meta):
         if self._over_budget(case, meta):
             return (f"right output, but {meta['flops']:,} FLOPs where projecting one token per "
                     f"step needs at most {decode_flop_budget(case):,}")
@@ -405,10 +382,6 @@ class DecodeWithCache(TorchExercise):
         return (isinstance(flops, int) and n >= MIN_STEPS_FOR_WORK_CHECK
                 and flops > decode_flop_budget(case))
 
-    def _right(self, case, received) -> bool:
-        """The output itself is right (a work symptom names only work, never wrong values)."""
-        return difference(self.expected_once(case), received, *self.tolerance(case)) is None
-
     @staticmethod
     def _not_stepwise(case, meta) -> bool:
         batch, n = _cases_batch_and_length(case)
@@ -417,23 +390,19 @@ class DecodeWithCache(TorchExercise):
 
     def mistakes(self):
         def stepwise(**change):
-            def compute(case):
-                args, _ = exact_inputs(case)
-                return as_numpy(stepwise_decode(*args, **change))
-            return compute
+            return torch_model(stepwise_decode, **change)
 
         return [
-            Symptom("leaves_torch", "the function took tensors out of torch (.numpy(), "
-                    "np.asarray, .tolist() or .item()). This exercise is checked by watching "
-                    "the work done in torch, and work done in numpy or Python could not be seen: "
-                    "keep the cache and every step in torch.",
-                    lambda case, received, meta: bool(meta.get("left_torch"))),
+            self.leaves_torch("the function took tensors out of torch (.numpy(), "
+                              "np.asarray, .tolist() or .item()). This exercise is checked by "
+                              "watching the work done in torch, and work done in numpy or Python "
+                              "could not be seen: keep the cache and every step in torch."),
             Symptom("recomputes_prefix", "the output is right, but every step projects the whole "
                     "prefix again (or reruns the layer on it): the work grows like N^2 projections "
                     "(N^3 attention) instead of N. Keep the K and V of past tokens in a cache and "
                     "project only the new token.",
                     lambda case, received, meta: (self._over_budget(case, meta)
-                                                  and self._right(case, received))),
+                                                  and self.right(case, received))),
             Symptom("projects_all_tokens_at_once", "the output is right, but it does not decode: "
                     "one projection took many tokens at once (a single causal pass over the "
                     "whole sequence, or every token's keys and values projected before the loop). "
@@ -441,7 +410,7 @@ class DecodeWithCache(TorchExercise):
                     "so step t projects only token t (x[:, t:t+1] @ w_q, w_k, w_v, and its output "
                     "@ w_o), appends its key and value to the cache, and attends over the cache.",
                     lambda case, received, meta: (self._not_stepwise(case, meta)
-                                                  and self._right(case, received))),
+                                                  and self.right(case, received))),
             WrongAnswer("top_left_causal", "each step's query only sees the first key: "
                         "F.scaled_dot_product_attention(is_causal=True) aligns the mask top-left, "
                         "so one query over t keys sees key 0 only. The newest token may see the "

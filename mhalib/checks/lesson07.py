@@ -19,22 +19,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import online_softmax_variant
 from mhalib.checks.compare import difference
-from mhalib.checks.encoding import EncodingError, decode, encode, to_plain
+from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Symptom, WrongAnswer
 from mhalib.checks.physical import PhysicalCheck, attention_rows
 from mhalib.checks.torch_exercise import (
+    MeasuredExercise,
     TorchCase,
     TorchExercise,
-    as_numpy,
     case_tensors,
-    exact_inputs,
     one_thread,
     output_kind,
+    torch_model,
 )
-from mhalib.checks.work import LeftTorch, largest_new_tensor, torch_only
+from mhalib.checks.work import LeftTorch, largest_new_tensor
 
 # the memory check applies when the keys span at least this many blocks (and head widths)
 MIN_BLOCKS_FOR_MEMORY_CHECK = 4
@@ -87,10 +86,7 @@ def _merge_torch(out_a, lse_a, out_b, lse_b, *, shift=True, normalise=True, guar
 
 def _merge_variant(change):
     """A mistake model: ``change(out_a, lse_a, out_b, lse_b) -> (out, lse)`` in float64."""
-    def compute(case):
-        args, _ = exact_inputs(case)
-        return as_numpy(change(*args))
-    return compute
+    return torch_model(change)
 
 
 def _right_merge(out_a, lse_a, out_b, lse_b):
@@ -190,10 +186,6 @@ class MergeAttentionStates(TorchExercise):
         with one_thread():
             output = func(*args, **kwargs)
         return output, {"output_kind": _pair_kind(output)}
-
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def judge_case(self, case, received, meta):
         kind = meta.get("output_kind", "pair")
@@ -328,10 +320,11 @@ PHYSICAL_MB = 32
 PHYSICAL_LABEL = f"N = {PHYSICAL_N} queries and keys, d = 4, blocks of 64, float64"
 
 
-class OnlineSoftmaxAttention(TorchExercise):
+class OnlineSoftmaxAttention(MeasuredExercise):
     name = "online_softmax_attention"
     assignment = "07-flash"
     answer_key_names = ("tiled_attention", "flash_attention", "attend")
+    encoded_meta = ("alt_output",)
     physical = PhysicalCheck(
         PHYSICAL_LABEL, _physical_inputs, lambda case: case.args[0].shape, _physical_rows,
         memory_mb=PHYSICAL_MB, cpu_seconds=20.0, memory_mistake="builds_full_scores")
@@ -363,52 +356,35 @@ class OnlineSoftmaxAttention(TorchExercise):
                       {"block_size": 16, "causal": True}, dtype="bfloat16"),
         ]
 
-    def call(self, func, case):
-        args, kwargs = case_tensors(case)
+    def measure(self, func, case, args, kwargs):
         alt = alternative_block_size(case)
-        try:
-            with one_thread(), torch_only(self.name):
-                output, numel, shape = largest_new_tensor(func, *args, **kwargs)
-                meta = {"output_kind": output_kind(output), "largest_numel": numel,
-                        "largest_shape": shape}
+        output, numel, shape = largest_new_tensor(func, *args, **kwargs)
+        meta = {"output_kind": output_kind(output), "largest_numel": numel,
+                "largest_shape": shape}
+        other = None
+        if alt is not None:
+            meta["alt_block_size"] = alt
+            try:
+                other = func(*args, **{**kwargs, "block_size": alt})
+            except LeftTorch:
+                raise
+            except Exception:  # judged on the case's own block size only
                 other = None
-                if alt is not None:
-                    meta["alt_block_size"] = alt
-                    try:
-                        other = func(*args, **{**kwargs, "block_size": alt})
-                    except LeftTorch:
-                        raise
-                    except Exception:  # judged on the case's own block size only
-                        other = None
-        except LeftTorch as error:
-            return None, {"output_kind": "left_torch", "left_torch": str(error)}
-        if output_kind(other) == "tensor":
-            meta["alt_output"] = encode(to_plain(other))
+            meta["alt_output"] = other  # encoded by ``call`` (a tensor, or dropped)
         return output, meta
 
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
-
-    def judge_case(self, case, received, meta):
-        if meta.get("left_torch"):
-            return f"left torch while it ran: {meta['left_torch']}"
-        problem = super().judge_case(case, received, meta)
-        if problem is None and builds_full_scores(case, meta):
+    def work_problem(self, case, received, meta):
+        if builds_full_scores(case, meta):
             limit, numel = memory_limit(case), meta.get("largest_numel")
             return (f"right output, but it allocated a tensor of shape "
                     f"{tuple(meta.get('largest_shape') or ())} ({numel:,} elements), as big as "
                     f"the whole (B, H, N_q, N_k) score matrix ({limit:,})")
-        if problem is None:
-            other = self._alt_problem(case, meta)
-            if other is not None:
-                return (f"right with block_size={case.kwargs.get('block_size', 64)}, but with "
-                        f"block_size={meta.get('alt_block_size')} {other}: exact attention "
-                        "does not depend on how the keys are split into blocks")
-        return problem
-
-    def _right(self, case, received) -> bool:
-        return difference(self.expected_once(case), received, *self.tolerance(case)) is None
+        other = self._alt_problem(case, meta)
+        if other is not None:
+            return (f"right with block_size={case.kwargs.get('block_size', 64)}, but with "
+                    f"block_size={meta.get('alt_block_size')} {other}: exact attention "
+                    "does not depend on how the keys are split into blocks")
+        return None
 
     def _alt_problem(self, case, meta) -> str | None:
         """How the output of the second call (another block size) differs from the right one;
@@ -427,23 +403,19 @@ class OnlineSoftmaxAttention(TorchExercise):
 
     def mistakes(self):
         def variant(**change):
-            def compute(case):
-                args, kwargs = exact_inputs(case)
-                return as_numpy(online_softmax_variant(*args, **{**kwargs, **change}))
-            return compute
+            return torch_model(online_softmax_variant, **change)
 
         return [
-            Symptom("leaves_torch", "the function took tensors out of torch (.numpy(), "
-                    "np.asarray, .tolist() or .item()). Its memory is checked by watching the "
-                    "tensors torch allocates, and an N x N score matrix built in numpy could not "
-                    "be seen: keep every block in torch.",
-                    lambda case, received, meta: bool(meta.get("left_torch"))),
+            self.leaves_torch("the function took tensors out of torch (.numpy(), np.asarray, "
+                              ".tolist() or .item()). Its memory is checked by watching the "
+                              "tensors torch allocates, and an N x N score matrix built in numpy "
+                              "could not be seen: keep every block in torch."),
             Symptom("builds_full_scores", "the result is right, but somewhere a tensor as large as "
                     "the whole N_q x N_k score matrix was built (all scores at once, or the blocks "
                     "concatenated). Keep only one block of scores, a running max, a running sum "
                     "and the running output.",
                     lambda case, received, meta: (builds_full_scores(case, meta)
-                                                  and self._right(case, received))),
+                                                  and self.right(case, received))),
             WrongAnswer("no_rescale", "when a block raises the running max, the running sum and "
                         "output computed with the old max must be multiplied by exp(old_max - "
                         "new_max); without it earlier blocks are over-weighted.",
@@ -484,14 +456,14 @@ class OnlineSoftmaxAttention(TorchExercise):
                     "when a block raises the running max, rescale BOTH the running sum and the "
                     "running output by exp(old_max - new_max) before adding the block's terms, "
                     "and divide by the running sum once, after the last block.",
-                    lambda case, received, meta: (not self._right(case, received)
+                    lambda case, received, meta: (not self.right(case, received)
                                                   and self._alt_right(case, meta))),
             Symptom("depends_on_block_size", "the output changes with block_size (right with the "
                     "keys split into blocks, wrong with all of them in one block): exact attention "
                     "does not depend on how the keys are split. Look at what your loop does when "
                     "there is a single block (the first block starts from m = -inf, l = 0, "
                     "acc = 0, and the last one may be the first).",
-                    lambda case, received, meta: (self._right(case, received)
+                    lambda case, received, meta: (self.right(case, received)
                                                   and self._alt_problem(case, meta) is not None)),
         ]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import describe, difference
-from mhalib.checks.exercise import Symptom, WrongAnswer
+from mhalib.checks.exercise import Symptom, WrongAnswer, refusal_mistakes
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -25,6 +25,7 @@ from mhalib.checks.torch_exercise import (
     exact_inputs,
     one_thread,
     output_kind,
+    torch_model,
 )
 
 RAISED = "raised ValueError"  # what the probe records when an odd head_dim is refused
@@ -93,13 +94,12 @@ def rope_variant(x, positions, base=10000.0, *, layout="half", direction=1.0, ne
 
 
 def _model(fn, **knobs):
-    """A mistake model: ``fn`` with ``knobs`` on the case's float64 inputs, as numpy."""
-    def compute(case):
-        args, kwargs = exact_inputs(case)
-        if "base" in knobs:  # the model's base replaces the case's, wherever it was given
-            args = args[:2]
-        return as_numpy(fn(*args, **{**kwargs, **knobs}))
-    return compute
+    """A mistake model: ``fn`` with ``knobs`` on the case's float64 inputs, as numpy; a
+    ``base`` knob replaces the case's base, wherever it was given."""
+    if "base" in knobs:
+        return torch_model(lambda first, second, *rest, **kwargs: fn(first, second, **kwargs),
+                           **knobs)
+    return torch_model(fn, **knobs)
 
 
 def _expects_error(case) -> bool:
@@ -287,6 +287,9 @@ class ApplyRope(_RopeExercise):
                      (_x(rng, 2, 4, 1, 16), np.array([1000]))),
             RopeCase("head_dim 2: one pair, both layouts agree",
                      (_x(rng, 1, 3, 5, 2), np.arange(5)), degenerate=True),
+            RopeCase("x (1, 2, 4, 7): an odd head_dim must raise ValueError",
+                     (_x(rng, 1, 2, 4, 7), np.arange(4)), must_raise="head_dim=7 is odd, so "
+                     "the last feature has no partner to rotate with"),
         ]
 
     def judge_case(self, case, received, meta):
@@ -357,6 +360,10 @@ class ApplyRope(_RopeExercise):
                         "2 i / head_dim in the exponent.", wrong(exponent=1.0)),
             WrongAnswer("base_not_passed", "the base argument was not passed on: the angles were "
                         "computed with the default 10000.", wrong(base=10000.0)),
+            *refusal_mistakes(
+                "head_dim is odd",
+                'if head_dim % 2: raise ValueError(f"head_dim={head_dim} is odd; RoPE rotates '
+                'pairs of features")'),
         ]
 
 

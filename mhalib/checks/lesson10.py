@@ -13,15 +13,13 @@ import math
 
 import numpy as np
 
-from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
-    as_numpy,
     case_tensors,
-    exact_inputs,
     one_thread,
     output_kind,
     torch_model,
@@ -29,24 +27,26 @@ from mhalib.checks.torch_exercise import (
 
 # -- mla_kv_cache_bytes ------------------------------------------------------------------------
 
-_CACHE_ARGS = ("layers", "rank", "rope", "n", "batch", "size")
+_CACHE_ARGS = ("num_layers", "kv_lora_rank", "rope_head_dim", "seq_len", "batch_size",
+               "bytes_per_element")
+_CACHE_DEFAULTS = {"batch_size": 1, "bytes_per_element": 2}
 
 
 def _cache_args(case) -> dict:
     """The case's arguments by name, defaults filled in."""
-    values = dict(zip(_CACHE_ARGS, case.args))
-    values.setdefault("batch", case.kwargs.get("batch_size", 1))
-    values.setdefault("size", case.kwargs.get("bytes_per_element", 2))
-    return values
+    return case.arguments(_CACHE_ARGS, _CACHE_DEFAULTS)
 
 
-def _mla_cache(layers, rank, rope, n, batch, size, *, rank_copies=1, rope_copies=1,
-               use_layers=True):
-    per_token = rank_copies * rank + rope_copies * rope
-    return (layers if use_layers else 1) * per_token * n * batch * size
+def _mla_cache(num_layers, kv_lora_rank, rope_head_dim, seq_len, batch_size, bytes_per_element,
+               *, rank_copies=1, rope_copies=1, use_layers=True):
+    per_token = rank_copies * kv_lora_rank + rope_copies * rope_head_dim
+    return (num_layers if use_layers else 1) * per_token * seq_len * batch_size * bytes_per_element
 
 
-class MLAKVCacheBytes(Exercise):
+class MLAKVCacheBytes(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
+    int_counts = True  # a float count, even of the right value, fails
     name = "mla_kv_cache_bytes"
     assignment = "10-mla"
     rtol, atol = 1e-9, 0.0
@@ -68,9 +68,6 @@ class MLAKVCacheBytes(Exercise):
                  (int(rng.integers(2, 40)), 384, 32, int(rng.integers(10, 9000)), 3, 1)),
             Case("a single layer, float32", (1, 96, 16, 7), {"bytes_per_element": 4}),
         ]
-
-    def expected(self, case):
-        return answer_key(self.name)(*case.args, **case.kwargs)
 
     def mistakes(self):
         def wrong(rank_copies=1, rope_copies=1, use_layers=True, **override):
@@ -95,11 +92,11 @@ class MLAKVCacheBytes(Exercise):
             WrongAnswer("no_layers", "every layer keeps its own latents and RoPE keys: multiply "
                         "by num_layers.", wrong(use_layers=False)),
             WrongAnswer("ignores_batch_size", "each sequence in the batch has its own cache: "
-                        "multiply by batch_size.", wrong(batch=1)),
+                        "multiply by batch_size.", wrong(batch_size=1)),
             WrongAnswer("elements_not_bytes", "that is the number of cached elements; multiply by "
-                        "bytes_per_element to get bytes.", wrong(size=1)),
+                        "bytes_per_element to get bytes.", wrong(bytes_per_element=1)),
             WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 "
-                        "bytes per element was used).", wrong(size=2)),
+                        "bytes per element was used).", wrong(bytes_per_element=2)),
         ]
 
 
@@ -253,10 +250,6 @@ class MLAAttention(TorchExercise):
             TorchCase("a single token", mla_inputs(rng, 2, 1, 16, 4, 4, 8), degenerate=True),
         ]
 
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
-
     def mistakes(self):
         return [
             WrongAnswer("scale_d_c", "the scores were divided by sqrt(d_c). The latent's width "
@@ -344,10 +337,6 @@ class AbsorbMLAWeights(TorchExercise):
             return (f"output: returned {kind}; return a tuple of two torch.Tensors "
                     "(w_q_latent, w_o_latent), keeping the computation in torch")
         return difference(self.expected_once(case), received, *self.tolerance(case))
-
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
         return [

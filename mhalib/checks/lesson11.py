@@ -20,21 +20,18 @@ import math
 
 import numpy as np
 
-from mhalib.checks.answer_key import answer_key
 from mhalib.checks.attention_variants import softmax_rows
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 from mhalib.checks.physical import PhysicalCheck, attention_rows
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.torch_exercise import (
+    MeasuredExercise,
     TorchCase,
     TorchExercise,
-    as_numpy,
-    case_tensors,
-    exact_inputs,
-    one_thread,
     output_kind,
     torch_model,
 )
-from mhalib.checks.work import LeftTorch, largest_new_tensor, torch_only, watch_attention_calls
+from mhalib.checks.work import largest_new_tensor, watch_attention_calls
 
 ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "grouped_query_attention",
                   "decode_with_cache", "online_softmax_attention")
@@ -42,27 +39,30 @@ ATTENTION_KEYS = ("attend", "tiled_attention", "flash_attention", "grouped_query
 
 # -- decode_attention_intensity ----------------------------------------------------------------
 
-_INTENSITY_ARGS = ("heads", "kv_heads", "dim", "n", "batch", "size")
+_INTENSITY_ARGS = ("num_heads", "num_kv_heads", "head_dim", "seq_len", "batch_size",
+                   "bytes_per_element")
+_INTENSITY_DEFAULTS = {"batch_size": 1, "bytes_per_element": 2}
 
 
 def _intensity_args(case) -> dict:
-    values = dict(zip(_INTENSITY_ARGS, case.args))
-    values.setdefault("batch", case.kwargs.get("batch_size", 1))
-    values.setdefault("size", case.kwargs.get("bytes_per_element", 2))
-    return values
+    """The case's arguments by name, defaults filled in."""
+    return case.arguments(_INTENSITY_ARGS, _INTENSITY_DEFAULTS)
 
 
-def _intensity(heads, kv_heads, dim, n, batch, size, *, products=2, read_heads=None,
-               tensors=2, bits=1):
+def _intensity(num_heads, num_kv_heads, head_dim, seq_len, batch_size, bytes_per_element, *,
+               products=2, read_heads=None, tensors=2, bits=1):
     """FLOPs / bytes of one decode step, with knobs: ``products`` (2 = scores and weighted
     sum), ``read_heads`` (heads whose K/V are counted; default the K/V heads), ``tensors``
     (2 = K and V), ``bits`` (8 counts bits instead of bytes)."""
-    flops = products * 2 * batch * heads * n * dim
-    read_heads = kv_heads if read_heads is None else read_heads
-    return flops / (tensors * batch * read_heads * n * dim * size * bits)
+    flops = products * 2 * batch_size * num_heads * seq_len * head_dim
+    read_heads = num_kv_heads if read_heads is None else read_heads
+    return flops / (tensors * batch_size * read_heads * seq_len * head_dim * bytes_per_element
+                    * bits)
 
 
-class DecodeAttentionIntensity(Exercise):
+class DecodeAttentionIntensity(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
     name = "decode_attention_intensity"
     assignment = "11-serving"
     rtol, atol = 1e-9, 0.0
@@ -91,16 +91,13 @@ class DecodeAttentionIntensity(Exercise):
                  (12, 4, 64, int(rng.integers(100, 3000)), 1, 4)),
         ]
 
-    def expected(self, case):
-        return answer_key(self.name)(*case.args, **case.kwargs)
-
     def mistakes(self):
         def wrong(**change):
-            return lambda case: _intensity(**_intensity_args(case), **change)
+            return lambda case: _intensity(**{**_intensity_args(case), **change})
 
         def per_query_head(case):
             values = _intensity_args(case)
-            return _intensity(**values, read_heads=values["heads"])
+            return _intensity(**values, read_heads=values["num_heads"])
 
         return [
             WrongAnswer("keys_only", "the bytes count only the cached keys: the step reads the "
@@ -117,7 +114,7 @@ class DecodeAttentionIntensity(Exercise):
                         "instead of two halves the count the same way.)", wrong(products=1)),
             WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 "
                         "bytes per element was used).",
-                        lambda case: _intensity(**{**_intensity_args(case), "size": 2})),
+                        wrong(bytes_per_element=2)),
             WrongAnswer("integer_division", "the FLOPs were divided by the bytes with //, which "
                         "rounds down: an intensity can be fractional (MHA with a float32 cache "
                         "does 0.5 FLOPs per byte), so divide with /.",
@@ -238,10 +235,6 @@ class PagedAttention(TorchExercise):
                 rng, [5, 32, 20], heads=4, groups=4, d=8, page_size=32, max_pages=2),
                 degenerate=True),
         ]
-
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
         def variant(**change):
@@ -379,10 +372,12 @@ PHYSICAL_MB = 32
 PHYSICAL_LABEL = f"N = {PHYSICAL_N} tokens, d_model = 4, one head, chunks of 64, float64"
 
 
-class ChunkedPrefill(TorchExercise):
+class ChunkedPrefill(MeasuredExercise):
     name = "chunked_prefill"
     assignment = "11-serving"
     answer_key_names = ATTENTION_KEYS
+    left_torch_problem = ("the tensors left torch while it ran (.numpy(), np.asarray, .tolist() "
+                          "or .item()), so its memory could not be measured")
     physical = PhysicalCheck(
         PHYSICAL_LABEL, _physical_prefill, lambda case: case.args[0].shape,
         _physical_prefill_rows, memory_mb=PHYSICAL_MB, cpu_seconds=20.0,
@@ -412,34 +407,21 @@ class ChunkedPrefill(TorchExercise):
                       prefill_inputs(rng, 2, 10, 16, 4, 32), degenerate=True),
         ]
 
-    def call(self, func, case):
-        args, kwargs = case_tensors(case)
-        try:
-            with one_thread(), torch_only(self.name):
-                (output, calls), numel, shape = largest_new_tensor(
-                    watch_attention_calls, func, *args, **kwargs)
-        except LeftTorch as error:
-            return None, {"output_kind": "left_torch", "left_torch": str(error)}
+    def measure(self, func, case, args, kwargs):
+        (output, calls), numel, shape = largest_new_tensor(watch_attention_calls, func, *args,
+                                                           **kwargs)
         return output, {"output_kind": output_kind(output), "largest_numel": numel,
                         "largest_shape": shape, "fused_queries": max(calls.queries, default=0)}
 
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
-
-    def judge_case(self, case, received, meta):
-        if meta.get("left_torch"):
-            return ("the tensors left torch while it ran (.numpy(), np.asarray, .tolist() or "
-                    ".item()), so its memory could not be measured")
-        problem = super().judge_case(case, received, meta)
-        if problem is None and builds_n_by_n(case, meta):
+    def work_problem(self, case, received, meta):
+        if builds_n_by_n(case, meta):
             return (f"right output, but it allocated a tensor of shape "
                     f"{tuple(meta.get('largest_shape') or ())} ({meta['largest_numel']:,} "
                     f"entries), at least N x N = {n_by_n_limit(case):,}")
-        if problem is None and not_chunked(case, meta):
+        if not_chunked(case, meta):
             return (f"right output, but one scaled_dot_product_attention call took "
                     f"{meta['fused_queries']} queries at once (chunk_size is {case.args[6]})")
-        return problem
+        return None
 
     def reproduces(self, case, compute, received):
         """The last partial chunk dropped may come back as zero rows or as a shorter output."""
@@ -471,10 +453,9 @@ class ChunkedPrefill(TorchExercise):
                     "to process chunk_size queries per step, against the cache of earlier "
                     "chunks. Call it once per chunk, with a (chunk, keys so far) mask.",
                     lambda case, received, meta: not_chunked(case, meta)),
-            Symptom("leaves_torch", "the tensors left torch while it ran (.numpy(), np.asarray, "
-                    ".tolist() or .item()): the check measures the memory your function uses "
-                    "in torch, so keep the whole computation in torch.",
-                    lambda case, received, meta: bool(meta.get("left_torch"))),
+            self.leaves_torch("the tensors left torch while it ran (.numpy(), np.asarray, "
+                              ".tolist() or .item()): the check measures the memory your "
+                              "function uses in torch, so keep the whole computation in torch."),
             WrongAnswer("top_left_mask", "the causal mask inside a chunk is aligned top-left: "
                         "with C queries over `stop` keys (F.scaled_dot_product_attention's "
                         "is_causal does this), query i sees keys 0..i only. Query i of the chunk "

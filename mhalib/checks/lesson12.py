@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.checks.answer_key import answer_key
 from mhalib.checks.autograd_watch import watch_autograd
 from mhalib.checks.backward_common import (
     GradientExercise,
@@ -23,12 +22,12 @@ from mhalib.checks.backward_common import (
 )
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 from mhalib.checks.flash_backward import FlashAttentionBackward
+from mhalib.checks.search_spaces import CountSearch
 from mhalib.checks.torch_exercise import (
     TorchCase,
-    as_numpy,
     case_tensors,
-    exact_inputs,
     one_thread,
+    torch_model,
 )
 
 ASSIGNMENT = "12-backward"
@@ -43,13 +42,7 @@ VARIANTS = "mhalib.reference.backward_variants"
 def _variant(name: str, **change):
     """A mistake model: the variant ``name`` (imported on the judge's side only) on the case's
     float64 inputs with ``change``, as numpy."""
-    def compute(case):
-        import importlib
-
-        fn = getattr(importlib.import_module(VARIANTS), name)
-        args, kwargs = exact_inputs(case)
-        return as_numpy(fn(*args, **{**kwargs, **change}))
-    return compute
+    return torch_model(f"{VARIANTS}.{name}", **change)
 
 
 # -- softmax_backward ------------------------------------------------------------------------
@@ -94,10 +87,6 @@ class SoftmaxBackward(GradientExercise):
         with one_thread(), watch_autograd(self.name) as report:
             output = report.run(func, *args, **kwargs)
         return output, self.output_meta(output, report)
-
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
 
     def mistakes(self):
         model = lambda **change: _variant("softmax_backward_variant", **change)  # noqa: E731
@@ -170,10 +159,6 @@ class AttentionBackward(GradientExercise):
             output = report.run(func, *args, **kwargs)
         return output, self.output_meta(output, report)
 
-    def expected(self, case):
-        args, kwargs = exact_inputs(case)
-        return as_numpy(answer_key(self.name)(*args, **kwargs))
-
     def mistakes(self):
         model = lambda **change: _variant("attention_backward_variant", **change)  # noqa: E731
         return self.watch_symptoms() + [
@@ -223,7 +208,10 @@ class AttentionBackward(GradientExercise):
 
 # -- attention_backward_flops ----------------------------------------------------------------
 
-class AttentionBackwardFlops(Exercise):
+class AttentionBackwardFlops(CountSearch, Exercise):
+    search_cap = 240  # single-factor changes of the count (mhalib.checks.search_spaces)
+
+    int_counts = True  # a float count, even of the right value, fails
     name = "attention_backward_flops"
     assignment = ASSIGNMENT
     answer_key_names = ("attention_forward_flops", "backward_flops_variant")
@@ -247,15 +235,8 @@ class AttentionBackwardFlops(Exercise):
             Case("a random length, d=16", (int(rng.integers(2, 5000)), 16)),
         ]
 
-    def expected(self, case):
-        return answer_key(self.name)(*case.args, **case.kwargs)
-
     def _args(self, case):
-        names = ("seq_len", "head_dim", "recompute")
-        values = dict(zip(names, case.args))
-        values.update(case.kwargs)
-        values.setdefault("recompute", True)
-        return values
+        return case.arguments(("seq_len", "head_dim", "recompute"), {"recompute": True})
 
     def mistakes(self):
         def model(**knobs):

@@ -17,6 +17,25 @@ class CallTimeout(Exception):
     """One call of the learner's function ran out of time."""
 
 
+class MetaOutput(Exception):
+    """The learner's function returned a tensor on torch's 'meta' device (no values)."""
+
+
+META_OUTPUT = ("returned a tensor on device 'meta': it has a shape but no values (made with "
+               "device='meta' or moved there); compute the output from the inputs' values, on "
+               "the inputs' device (device=x.device)")
+
+
+def _on_meta_device(output) -> bool:
+    """True when ``output`` (or a tensor inside a tuple, list or dict) is on device 'meta'."""
+    if isinstance(output, (tuple, list)):
+        return any(_on_meta_device(item) for item in output)
+    if isinstance(output, dict):
+        return any(_on_meta_device(item) for item in output.values())
+    device = getattr(output, "device", None)
+    return getattr(device, "type", None) == "meta"
+
+
 @contextmanager
 def time_limit(seconds: float | None):
     """Raise :class:`CallTimeout` after ``seconds`` (main thread only; elsewhere no limit)."""
@@ -55,14 +74,21 @@ def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = No
         try:
             with watch.watching(), time_limit(timeout):
                 output, meta = exercise.call(func, case)
+            if _on_meta_device(output):
+                raise MetaOutput(META_OUTPUT)
             entry["output"] = _encoded(output)
             entry["meta"] = meta
         except CallTimeout:
             entry["status"] = "timeout"
+        except MetaOutput as error:
+            entry.update(status="error", error=str(error))
         except EncodingError as error:
             entry.update(status="error", error=f"an unusable return value ({error})")
         except Exception as error:  # the learner's exception is the result for this case
-            entry.update(status="error", error=_short_error(error))
+            if getattr(case, "must_raise", ""):  # refusing the arguments is the right answer
+                entry["output"] = encode(f"raised {type(error).__name__}: {error}"[:300])
+            else:
+                entry.update(status="error", error=_short_error(error))
         size = len(str(entry["output"]))
         if size > budget:
             entry.update(status="too_large", output=None)
@@ -88,5 +114,22 @@ def _encoded(output):
 
 
 def _short_error(error: BaseException) -> str:
+    """The exception's last line, then the learner's line that raised it (``in your line
+    `...```: the innermost frame outside numpy, torch, the standard library and mhalib)."""
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
-    return text[:300]
+    line = _learner_line(error)
+    if not line:
+        return text[:300]
+    return f"{text[:290 - min(len(line), 100)]} in your line `{line[:100]}`"
+
+
+_LIBRARY_PARTS = ("site-packages", "dist-packages", "/lib/python", "/mhalib/", "<frozen")
+
+
+def _learner_line(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    for frame in reversed(frames):
+        name = frame.filename.replace("\\", "/")
+        if not any(part in name for part in _LIBRARY_PARTS) and frame.line:
+            return frame.line.strip()
+    return ""

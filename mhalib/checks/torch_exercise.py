@@ -1,13 +1,15 @@
-"""What the PyTorch checkers (lessons 06-08) share: cases that say which torch dtype to use,
-tolerances by that dtype, and probes that measure the work a learner's function does.
+"""What the PyTorch checkers (lessons 06 on) share: cases that say which torch dtype to use,
+tolerances by that dtype, the default reference (the answer key on the case's float64 inputs),
+mistake models written in torch, and the base class of the measured exercises.
 
 Cases keep numpy arrays (float64) so the judge can rebuild them from the seed; the probe turns
 them into tensors of the case's dtype (float32 unless the case says otherwise). The reference
 is evaluated in float64 on the *same* values (rounded to the case's dtype first), so a correct
 answer differs from it only by its own arithmetic error.
 
-Work measurements (FLOPs, tensors allocated, a guard that keeps the work in torch) are in
-:mod:`mhalib.checks.work`.
+A :class:`MeasuredExercise` is judged on its work as well as its output: its probe runs the
+learner's function on one thread with the tensors kept in torch, under the watches its
+``measure`` chooses (FLOPs, tensors allocated, fused attention calls: :mod:`mhalib.checks.work`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mhalib.checks.compare import TOLERANCES, difference
-from mhalib.checks.exercise import Case, Exercise
+from mhalib.checks.answer_key import answer_key
+from mhalib.checks.compare import TOLERANCES, difference, nan_where_empty
+from mhalib.checks.exercise import Case, Exercise, Symptom
 
 # (rtol, atol) by the torch dtype of a case's inputs; bfloat16 keeps 8 bits of mantissa
 TORCH_TOLERANCES = {**TOLERANCES, "bfloat16": (8e-2, 8e-2)}
@@ -83,11 +86,23 @@ def exact_inputs(case: Case) -> tuple[tuple, dict]:
 
 def torch_model(fn, **change):
     """A mistake model written in torch: ``fn`` on the case's float64 inputs, with keyword
-    arguments ``change`` overriding the case's, returned as numpy (a ``WrongAnswer.compute``)."""
+    arguments ``change`` overriding the case's, returned as numpy (a ``WrongAnswer.compute``).
+
+    ``fn`` may be a dotted name (``"mhalib.reference.backward_variants.softmax_backward_variant"``):
+    it is imported only when the model is computed, on the judge's side."""
     def compute(case: Case):
         args, kwargs = exact_inputs(case)
-        return as_numpy(fn(*args, **{**kwargs, **change}))
+        return as_numpy(_resolve(fn)(*args, **{**kwargs, **change}))
     return compute
+
+
+def _resolve(fn):
+    if not isinstance(fn, str):
+        return fn
+    import importlib
+
+    module, _, name = fn.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 def as_numpy(value):
@@ -117,6 +132,12 @@ class TorchExercise(Exercise):
         return (self.rtol if self.rtol is not None else rtol,
                 self.atol if self.atol is not None else atol)
 
+    def expected(self, case: Case):
+        """The answer key of this exercise on the case's inputs (rounded to the case's dtype,
+        computed in float64), as numpy."""
+        args, kwargs = exact_inputs(case)
+        return as_numpy(answer_key(self.name)(*args, **kwargs))
+
     def expected_once(self, case: Case):
         """``expected(case)``, computed once per case object (the judge asks many times)."""
         cache = self.__dict__.setdefault("_expected_cache", {})
@@ -137,7 +158,7 @@ class TorchExercise(Exercise):
     def judge_case(self, case: Case, received, meta: dict) -> str | None:
         kind = meta.get("output_kind", "tensor")
         if kind != "tensor":
-            return (f"output: returned a {kind}; lessons 06-08 take and return a "
+            return (f"output: returned a {kind}; this exercise takes and returns a "
                     "torch.Tensor (keep the computation in torch)")
         return difference(self.expected_once(case), received, *self.tolerance(case))
 
@@ -150,4 +171,67 @@ class TorchExercise(Exercise):
         tolerance = self.tolerance(case)
         if difference(self.expected_once(case), wrong, *tolerance) is None:
             return False  # this mistake makes no difference on this case
-        return difference(wrong, received, *tolerance) is None
+        return difference(wrong, nan_where_empty(wrong, received), *tolerance) is None
+
+
+class MeasuredExercise(TorchExercise):
+    """A torch exercise judged on its work as well as its output.
+
+    ``call`` runs the learner's function on one thread with the tensors kept in torch
+    (:func:`mhalib.checks.work.torch_only`: work done in numpy or plain Python would escape the
+    watches) through ``measure``, which runs it under the watches the exercise needs and
+    returns ``(output, meta)``. A call that took a tensor out of torch is recorded as
+    ``{"output_kind": "left_torch", "left_torch": why}``: it fails with ``left_torch_problem``
+    and shows the :meth:`leaves_torch` symptom. ``judge_case`` checks the values, then
+    ``work_problem`` (the work rule the exercise teaches) on a right output.
+    """
+
+    # the failing case's problem when the tensors left torch ({reason}: what the guard said)
+    left_torch_problem = "left torch while it ran: {reason}"
+    # meta entries that ``measure`` may leave as tensors: encoded for the record once the
+    # guard is off (a tensor that is not a tensor is dropped)
+    encoded_meta: tuple[str, ...] = ()
+
+    def call(self, func, case: Case):
+        from mhalib.checks.encoding import encode, to_plain
+        from mhalib.checks.work import LeftTorch, torch_only
+
+        args, kwargs = case_tensors(case)
+        try:
+            with one_thread(), torch_only(self.name):
+                output, meta = self.measure(func, case, args, kwargs)
+        except LeftTorch as error:
+            return None, {"output_kind": "left_torch", "left_torch": str(error)}
+        for key in self.encoded_meta:
+            if key in meta:
+                value = meta.pop(key)
+                if output_kind(value) == "tensor":
+                    meta[key] = encode(to_plain(value))
+        return output, meta
+
+    def measure(self, func, case: Case, args: tuple, kwargs: dict) -> tuple[object, dict]:
+        """Call ``func(*args, **kwargs)`` under the exercise's watches (probe side); returns
+        ``(output, meta)``, meta with ``output_kind`` and what was measured."""
+        raise NotImplementedError
+
+    def judge_case(self, case: Case, received, meta: dict) -> str | None:
+        if meta.get("left_torch"):
+            return self.left_torch_problem.format(reason=meta["left_torch"])
+        problem = super().judge_case(case, received, meta)
+        if problem is not None:
+            return problem
+        return self.work_problem(case, received, meta)
+
+    def work_problem(self, case: Case, received, meta: dict) -> str | None:
+        """Why a right output still fails the exercise's work rule (None: it does not)."""
+        return None
+
+    def right(self, case: Case, received) -> bool:
+        """The output's values are right (a work symptom names only work, never values)."""
+        return difference(self.expected_once(case), received, *self.tolerance(case)) is None
+
+    @staticmethod
+    def leaves_torch(message: str) -> Symptom:
+        """The symptom of a call that took tensors out of torch, with the exercise's message."""
+        return Symptom("leaves_torch", message,
+                       lambda case, received, meta: bool(meta.get("left_torch")))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -33,14 +33,6 @@ class Verdict:
     mistake_cases: int = 0
     other_mistakes: list[str] = field(default_factory=list)
     unexplained_cases: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Verdict:
-        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
-        return cls(**known)
 
     @classmethod
     def failure(cls, exercise: str, diagnosis: str, *flags: str) -> Verdict:

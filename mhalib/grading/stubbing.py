@@ -38,8 +38,8 @@ SPARED_FOR = {"08-heads": ("induction",)}
 CHECKS_INFRASTRUCTURE = frozenset(f"checks/{name}.py" for name in (
     "__init__", "api", "probe", "record", "registry", "encoding", "integrity", "compare",
     "exercise", "verdict", "judge", "work", "answer_key", "report"))
-PROBE_METHODS = frozenset({"cases", "visible_cases", "hidden_cases", "call", "case",
-                           "__init__", "__post_init__", "signature"})
+PROBE_METHODS = frozenset({"cases", "visible_cases", "hidden_cases", "call", "measure", "case",
+                           "__init__", "__post_init__", "signature", "arguments"})
 # module-level functions the probe and the physical check call by name from elsewhere
 PROBE_FUNCTIONS = frozenset({"run_physical", "encode_output", "case_tensors", "to_tensor",
                              "torch_dtype", "one_thread", "output_kind"})

@@ -14,7 +14,9 @@ HINTS: dict[str, tuple[str, ...]] = {
 
         "Reshape to (B, N, num_heads, d_head) first: feature h * d_head + i of a token lands at "
         "[h, i], so head h gets the contiguous block. Then swap axes 1 and 2: "
-        "`x.reshape(B, N, num_heads, d_head).transpose(0, 2, 1, 3)` is (B, H, N, d_head).",
+        "`x.reshape(B, N, num_heads, d_head).transpose(0, 2, 1, 3)` is (B, H, N, d_head). "
+        "Before it, refuse a width that does not divide: `if d_model % num_heads: raise "
+        "ValueError(f\"d_model={d_model} is not divisible by num_heads={num_heads}\")`.",
     ),
     "merge_heads": (
         "Undo split_heads in reverse order: first put the token axis back in front of the head "

@@ -33,6 +33,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "device of `x`. Scale by sqrt(d_head); for float16 and bfloat16 inputs take the "
         "softmax of the scores in float32 and cast the weights back.",
 
+        "First `if num_heads % num_kv_heads: raise ValueError(f\"num_heads={num_heads} is not "
+        "a multiple of num_kv_heads={num_kv_heads}\")`. "
         "With `split(y, heads) = y.reshape(B, N, heads, d_head).transpose(1, 2)`: "
         "`q = split(x @ w_q, num_heads)`, `k = repeat_kv(split(x @ w_k, num_kv_heads), n_rep)`, "
         "`v` the same way; `scores = (q @ k.transpose(-2, -1)).float() / d_head ** 0.5`; when "

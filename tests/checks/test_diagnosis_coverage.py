@@ -5,7 +5,9 @@ as the grader does, on several seeds. It must be rejected on every seed. Where t
 expects a mistake, the strict rule should name it; where it expects none, it must name none; and
 it must never name a mistake the answer did not make. The strict rule: a mistake is named only
 if its model reproduces the output on every failing case whose output was recorded (status ok),
-which every mistake model of these lessons is designed to meet.
+which every mistake model of these lessons is designed to meet. A refusal gone wrong (a
+must_raise case) is a slip of its own and is voted apart from the computation's, as the judge
+does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.encoding import decode
+from mhalib.checks.exercise import Refusal
 from mhalib.checks.probe import probe
 from tests.checks.heldout_catalogue import CATALOGUE
 
@@ -33,18 +36,27 @@ def strict_name(exercise_name: str, record: dict, seed: int, suite: str = "gradi
         return None
     mistakes = exercise.mistakes()
     candidates = None
+    refusals = None  # a refusal gone wrong is voted apart, as the judge does
     for case, raw in zip(exercise.cases(seed, suite), record["cases"]):
         if raw.get("status") != "ok":
             continue
         output, meta = decode(raw.get("output")), raw.get("meta") or {}
         try:
-            problem = exercise.judge_case(case, output, meta)
+            problem = (exercise.refusal_problem(case, output) if case.must_raise
+                       else exercise.judge_case(case, output, meta))
         except Exception:
             problem = "could not compare"
         if problem is None:
             continue
-        detected = {m.name for m in mistakes if m.detect(exercise, case, output, meta)}
-        candidates = detected if candidates is None else candidates & detected
+        refusing = bool(case.must_raise)
+        detected = {m.name for m in mistakes if isinstance(m, Refusal) == refusing
+                    and m.detect(exercise, case, output, meta)}
+        if refusing:
+            refusals = detected if refusals is None else refusals & detected
+        else:
+            candidates = detected if candidates is None else candidates & detected
+    if candidates is None:
+        candidates = refusals
     if not candidates:
         return None
     return next(m.name for m in mistakes if m.name in candidates)

@@ -27,3 +27,9 @@ def test_off_by_one_flop_counts_are_not_accepted():
 def test_hidden_cases_cover_big_models_and_keywords():
     labels = [c.label for c in get_exercise("mha_flops").cases(0, "hidden")]
     assert any("405B" in label for label in labels) and "keyword arguments" in labels
+
+
+def test_a_float_count_of_the_right_value_is_refused_by_the_contract():
+    """The contract wants plain ints: counts made floats (2.0 * d, '/') are rejected with why."""
+    verdict = h.verdict_of("mha_flops", answers.flops_floats, seed=0)
+    assert not verdict.passed and "plain Python ints" in verdict.diagnosis

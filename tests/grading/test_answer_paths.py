@@ -5,7 +5,8 @@ in it that accepts an exercise's arguments is called on that exercise's visible 
 in a fresh interpreter that sees only the copy (tests/grading/answer_search.py); the grader's
 full checker judges the outputs here. A function that is right on a case that wrong answers
 cannot pass by accident, and never wrong where it returns, is an answer a learner's cell could
-call (around a guard for the cases where it raises). Cases that want an error (``expects_error``)
+call (around a guard for the cases where it raises). Cases that want an error (``expects_error``,
+``must_raise``)
 are left out: any function that raises there would pass them. The same search on the package as
 installed finds plenty (the answer key, the mistake models with default settings, the demos'
 oracles), which shows it can fail.
@@ -46,7 +47,8 @@ def _search(package_dir: Path | None, exercises: list[str], tmp_path: Path) -> d
         checker = get_exercise(name)
         for function, outputs in outputs_by_function.items():
             ran = [(case, decode(output)) for case, output in zip(cases[name], outputs)
-                   if output is not None and not getattr(case, "expects_error", False)]
+                   if output is not None and not getattr(case, "expects_error", False)
+                   and not getattr(case, "must_raise", "")]
             judged = [(case, checker.judge_case(case, output, {})) for case, output in ran]
             if all(problem is None for _, problem in judged) and any(
                     not getattr(case, "degenerate", False) for case, _ in judged):

@@ -15,6 +15,8 @@ from tests.hints.claims import passes, says
 
 def split_heads(x, num_heads):  # the last hint of split_heads, followed
     batch, n, d_model = x.shape
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
     d_head = d_model // num_heads
     return x.reshape(batch, n, num_heads, d_head).transpose(0, 2, 1, 3)
 

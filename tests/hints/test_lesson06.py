@@ -47,6 +47,8 @@ def split(y, batch, n, heads, d_head):
 
 def grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
     """The last hint of grouped_query_attention, followed."""
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     batch, n, d_model = x.shape
     d_head = d_model // num_heads
     n_rep = num_heads // num_kv_heads

@@ -45,26 +45,36 @@ def split_reshape_swapped_sizes(x, num_heads):
 
 # -- split_heads: right ------------------------------------------------------------------------
 def split_reshape_transpose(x, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
     B, N, D = x.shape
     return x.reshape(B, N, num_heads, D // num_heads).transpose(0, 2, 1, 3)
 
 
 def split_stack_slices(x, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
     d_head = x.shape[-1] // num_heads
     return np.stack([x[..., h * d_head:(h + 1) * d_head] for h in range(num_heads)], axis=1)
 
 
 def split_array_split(x, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
     return np.stack(np.split(x, num_heads, axis=-1), axis=1)
 
 
 def split_torch(x, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
     t = torch.from_numpy(x)
     B, N, D = t.shape
     return t.view(B, N, num_heads, D // num_heads).transpose(1, 2).numpy()
 
 
 def split_einops_style(x, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
     B, N, D = x.shape
     heads = x.reshape(B, N, num_heads, -1)
     return np.einsum("bnhd->bhnd", heads)
@@ -387,3 +397,19 @@ ANSWER_KEY = {
     "merge_heads": [merge_from_reference],
     "multi_head_attention": [mha_from_reference, mha_from_torch_gqa_reference],
 }
+
+
+def split_slices_unchecked(x, num_heads):
+    """Right when num_heads divides d_model; otherwise drops the last features silently."""
+    d_head = x.shape[-1] // num_heads
+    return np.stack([x[..., h * d_head:(h + 1) * d_head] for h in range(num_heads)], axis=1)
+
+
+def split_reshape_unchecked(x, num_heads):
+    """Right when num_heads divides d_model; otherwise numpy's reshape error."""
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+
+
+WRONG["split_heads"]["no_argument_check"] = split_slices_unchecked
+WRONG["split_heads"]["refusal_without_values"] = split_reshape_unchecked

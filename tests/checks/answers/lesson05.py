@@ -251,8 +251,8 @@ WRONG = {
 }
 
 RIGHT = {
-    "mha_flops": [flops_by_formula, flops_per_head_loop, flops_floats, flops_numpy_ints],
-    "crossover_seq_len": [crossover_twice, crossover_solved, crossover_float, crossover_search],
+    "mha_flops": [flops_by_formula, flops_per_head_loop, flops_numpy_ints],
+    "crossover_seq_len": [crossover_twice, crossover_solved, crossover_search],
     "mha_param_count": [params_formula, params_by_shapes, params_torch],
 }
 

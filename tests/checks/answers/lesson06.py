@@ -74,6 +74,8 @@ def _merge(t):
 
 
 def gqa_sdpa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_k, num_kv_heads),
                                          _split(x @ w_v, num_kv_heads), is_causal=causal,
                                          enable_gqa=True)
@@ -81,6 +83,8 @@ def gqa_sdpa(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
 
 
 def gqa_einsum(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     b, n, d = x.shape
     dh = d // num_heads
     rep = num_heads // num_kv_heads
@@ -96,6 +100,8 @@ def gqa_einsum(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
 
 
 def gqa_head_loop(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     b, n, d = x.shape
     dh = d // num_heads
     rep = num_heads // num_kv_heads
@@ -557,3 +563,33 @@ ANSWER_KEY = {
     "kv_cache_bytes": [cache_from_accounting],
     "decode_with_cache": [decode_from_reference, decode_via_reference_gqa],
 }
+
+
+def gqa_unchecked_group_map(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    """Right when num_kv_heads divides num_heads; otherwise head h silently reads group
+    h * num_kv_heads // num_heads."""
+    b, n, d = x.shape
+    dh = d // num_heads
+    outs = []
+    for h in range(num_heads):
+        g = h * num_kv_heads // num_heads
+        q = x.double() @ w_q.double()[:, h * dh:(h + 1) * dh]
+        k = x.double() @ w_k.double()[:, g * dh:(g + 1) * dh]
+        v = x.double() @ w_v.double()[:, g * dh:(g + 1) * dh]
+        s = q @ k.transpose(1, 2) / dh ** 0.5
+        if causal:
+            s = s.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), -math.inf)
+        outs.append(s.softmax(-1) @ v)
+    return (torch.cat(outs, dim=-1) @ w_o.double()).to(x.dtype)
+
+
+def gqa_sdpa_unchecked(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    """Right when num_kv_heads divides num_heads; otherwise torch's own error."""
+    out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_k, num_kv_heads),
+                                         _split(x @ w_v, num_kv_heads), is_causal=causal,
+                                         enable_gqa=True)
+    return _merge(out) @ w_o
+
+
+WRONG["grouped_query_attention"]["no_argument_check"] = gqa_unchecked_group_map
+WRONG["grouped_query_attention"]["refusal_without_values"] = gqa_sdpa_unchecked

@@ -105,6 +105,8 @@ def _angles(positions, head_dim, base=10000.0):
 
 
 def rope_promotes_dtype(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = _angles(positions, x.shape[-1], base)
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat([x1 * a.cos() - x2 * a.sin(), x1 * a.sin() + x2 * a.cos()], dim=-1)
@@ -175,6 +177,8 @@ def rope_base_not_passed(x, positions, base=10000.0):
 
 # -- apply_rope: right -------------------------------------------------------------------------
 def rope_loop(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     d = x.shape[-1]
     y = x.double().clone()
     for n, p in enumerate(positions.tolist()):
@@ -187,6 +191,8 @@ def rope_loop(x, positions, base=10000.0):
 
 
 def rope_hf_style(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = _angles(positions, x.shape[-1], base)
     emb = torch.cat([a, a], dim=-1)
     x1, x2 = x.float().chunk(2, dim=-1)
@@ -195,6 +201,8 @@ def rope_hf_style(x, positions, base=10000.0):
 
 def rope_complex_half(x, positions, base=10000.0):
     """Rotate-half pairs as complex numbers: x_i + j x_{i+d/2}, times e^{j angle}."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = _angles(positions, x.shape[-1], base)
     x1, x2 = x.float().chunk(2, dim=-1)
     z = torch.view_as_complex(torch.stack([x1, x2], dim=-1).contiguous())
@@ -204,6 +212,8 @@ def rope_complex_half(x, positions, base=10000.0):
 
 def rope_rotation_matrices(x, positions, base=10000.0):
     """One d x d rotation matrix per position, applied with einsum."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     d, half = x.shape[-1], x.shape[-1] // 2
     a = _angles(positions, d, base).double()  # (N, d/2)
     rot = torch.zeros(len(positions), d, d, dtype=torch.float64)
@@ -216,6 +226,8 @@ def rope_rotation_matrices(x, positions, base=10000.0):
 
 
 def rope_with_own_angles(x, positions, base=10000.0):
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim={x.shape[-1]} is odd")
     a = angles_exp_log(positions, x.shape[-1], base)
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     c, s = a.cos().to(x.dtype), a.sin().to(x.dtype)
@@ -304,3 +316,30 @@ def rope_all_in_x_dtype(x, positions, base=10000.0):
 
 
 WRONG["apply_rope"]["angles_in_low_precision"] = rope_all_in_x_dtype
+
+
+def rope_loop_unchecked(x, positions, base=10000.0):
+    """Right for even head_dim; an odd one leaves the last feature as it was, no error."""
+    d = x.shape[-1]
+    y = x.double().clone()
+    for n, p in enumerate(positions.tolist()):
+        for i in range(d // 2):
+            t = p * base ** (-2 * i / d)
+            a, b = x[..., n, i].double(), x[..., n, i + d // 2].double()
+            y[..., n, i] = a * math.cos(t) - b * math.sin(t)
+            y[..., n, i + d // 2] = a * math.sin(t) + b * math.cos(t)
+    return y.to(x.dtype)
+
+
+def rope_chunk_unchecked(x, positions, base=10000.0):
+    """Right for even head_dim; an odd one fails inside torch with a size mismatch."""
+    d = x.shape[-1]
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    a = positions.double()[:, None] * inv
+    x1, x2 = x.double().chunk(2, dim=-1)
+    return torch.cat([x1 * a.cos() - x2 * a.sin(), x1 * a.sin() + x2 * a.cos()],
+                     dim=-1).to(x.dtype)
+
+
+WRONG["apply_rope"]["no_argument_check"] = rope_loop_unchecked
+WRONG["apply_rope"]["refusal_without_values"] = rope_chunk_unchecked

@@ -613,7 +613,7 @@ RIGHT = {
     "softmax_backward": [sm_formula, sm_builds_the_jacobian, sm_row_by_row, sm_torch_builtin],
     "attention_backward": [ab_textbook, ab_einsum_float64, ab_query_by_query,
                            ab_softmax_builtin],
-    "attention_backward_flops": [fl_right, fl_as_float],
+    "attention_backward_flops": [fl_right],
     "flash_attention_backward": [fb_key_blocks, fb_key_and_query_tiles, fb_float64_einsum],
 }
 

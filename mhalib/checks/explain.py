@@ -1,0 +1,186 @@
+"""Diagnoses that generalise (issue 22): what the judge says when no mistake model matches.
+
+Tried in order on the failing cases, each only when the checker's own models named nothing:
+
+1. the exercise's **search over single changes** of its answer key (``search_space()``, see
+   :mod:`mhalib.checks.search`): the change that reproduces most failing outputs is named;
+2. its **properties** (``properties()``, see :mod:`mhalib.checks.properties`): the first one a
+   failing output breaks, with the input and what it implies about the code;
+3. the **output's form**: values of the right set in the wrong places, a whole axis reversed,
+   one constant factor away (named by the case's sizes), NaN only where rows have no key,
+   extra or mis-sized axes (named by the case's sizes), a float count where an int is due;
+4. an **exception**, explained (a shape mismatch: which sizes disagree and what they are in the
+   case; numpy's transpose(1, 2); a float size from '/'; .view on a non-contiguous tensor;
+   None used as a number), then the exception's own last line.
+
+Every function here returns ``(flag, message)`` or None and never raises.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+
+import numpy as np
+
+from mhalib.checks.explain_errors import explain_error
+from mhalib.checks.explain_forms import explain_form
+
+FLOAT_COUNT = "is the float"
+
+
+def float_count_problem(received) -> str | None:
+    """For an exercise with ``int_counts``: why a right-valued count fails (a float, even 2.0 *
+    d, where the contract wants a plain int), or None."""
+    values = received.items() if isinstance(received, dict) else [(None, received)]
+    for key, value in values:
+        if isinstance(value, (float, np.floating)):
+            where = f"[{key!r}]" if key is not None else ""
+            return (f"the count{where} {FLOAT_COUNT} {value!r}: FLOP, parameter and byte counts "
+                    "are plain Python ints, and '/', math.pow or a float factor makes a float; "
+                    "use //, ** and int factors")
+    return None
+
+
+def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | None:
+    """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module)."""
+    if failures and all(FLOAT_COUNT in problem for _, problem in failures):
+        return "contract:plain_int", failures[0][1] + "."
+    refused = {case.label for case in cases if getattr(case, "must_raise", "")}
+    if failures and all(label in refused for label, _ in failures):
+        label, problem = failures[0]
+        return "contract:must_raise", f"{problem} (case '{label}')."
+    failing = [(case, result) for case, result in zip(cases, results)
+               if _failed(case, failures)]
+    recorded = [(c, r) for c, r in failing if r.get("status") == "ok"]
+    for step in (_from_search, _from_properties):
+        try:
+            found = step(exercise, recorded)
+        except Exception:  # a diagnosis must never crash the judge
+            found = None
+        if found:
+            return found
+    for case, result in failing:
+        try:
+            if result.get("status") == "error":
+                found = explain_error(exercise, case, str(result.get("error") or ""),
+                                      sizes(exercise, case))
+            elif result.get("status") == "ok" and not getattr(case, "must_raise", ""):
+                found = explain_form(exercise, case, result.get("output"),
+                                     result.get("meta") or {}, sizes(exercise, case))
+            else:
+                found = None
+        except Exception:
+            found = None
+        if found:
+            return found[0], f"{found[1]} (case '{case.label}')"
+    return None
+
+
+def _failed(case, failures) -> bool:
+    return any(label == case.label for label, _ in failures)
+
+
+def _from_search(exercise, recorded):
+    space = getattr(exercise, "search_space", None)
+    if space is None or not recorded:
+        return None
+    from mhalib.checks.search import search_changes
+
+    return search_changes(exercise, space(), recorded[:3])
+
+
+def _from_properties(exercise, recorded):
+    from mhalib.checks.lesson_properties import PROPERTIES
+    from mhalib.checks.properties import first_broken
+
+    own = getattr(exercise, "properties", None)
+    properties = (own() if own is not None else []) + PROPERTIES.get(exercise.name, [])
+    if not properties or not recorded:
+        return None
+    return first_broken(exercise, properties, recorded)
+
+
+# -- the case's sizes, by name -----------------------------------------------------------------
+
+def sizes(exercise, case) -> dict[str, int]:
+    """Named sizes of a case: its int arguments, the axes of its array arguments (by the
+    exercise's ``axes`` names, e.g. ``{"x": "B N d_model"}``, else ``x.shape[i]``) and the
+    exercise's ``derived_sizes(values)`` (e.g. ``d_head``)."""
+    names = _parameter_names(exercise)
+    values = case.arguments(names, _defaults(exercise)) if names else dict(enumerate(case.args))
+    found: dict[str, int] = {}
+    axes = getattr(exercise, "axes", {})
+    for name, value in values.items():
+        if isinstance(value, (bool, np.bool_)):
+            continue
+        if isinstance(value, (int, np.integer)):
+            found.setdefault(str(name), int(value))
+        elif isinstance(value, np.ndarray):
+            labels = axes.get(name, "").split()
+            for i, size in enumerate(value.shape):
+                label = labels[i] if i < len(labels) else f"{name}.shape[{i}]"
+                found.setdefault(label, int(size))
+    derived = getattr(exercise, "derived_sizes", None)
+    if derived is not None:
+        try:
+            found.update(derived(found))
+        except Exception:
+            pass
+    return found
+
+
+def _defaults(exercise) -> dict:
+    """The answer key's default arguments (``{"batch_size": 1, ...}``), or {}."""
+    try:
+        from mhalib.checks.answer_key import answer_key
+
+        return {name: p.default for name, p in
+                inspect.signature(answer_key(exercise.name)).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    except Exception:
+        return {}
+
+
+def _parameter_names(exercise) -> tuple[str, ...]:
+    try:
+        from mhalib.checks.answer_key import answer_key
+
+        return tuple(inspect.signature(answer_key(exercise.name)).parameters)
+    except Exception:
+        return ()
+
+
+def names_of(value, named: dict[str, int]) -> list[str]:
+    """The names in ``named`` whose size equals ``value``."""
+    return [name for name, size in named.items() if size == value]
+
+
+def say_size(value, named: dict[str, int]) -> str:
+    """``"4 (num_heads)"`` or ``"4"``."""
+    found = names_of(value, named)
+    return f"{value} ({' = '.join(found[:2])})" if found else f"{value}"
+
+
+def factor_name(ratio: float, named: dict[str, int]) -> str | None:
+    """A constant factor in the case's words: 2, 1/2, d_head, sqrt(d_head), 1/sqrt(d_model),
+    1024, bytes_per_element..."""
+    if not np.isfinite(ratio) or ratio <= 0:
+        return None
+    candidates = {"2": 2.0, "4": 4.0, "1024": 1024.0, "2**20": 2.0 ** 20, "2**30": 2.0 ** 30,
+                  "1e3": 1e3, "1e6": 1e6, "1e9": 1e9}
+    for name, size in named.items():
+        if size > 1:
+            candidates.setdefault(name, float(size))
+            candidates.setdefault(f"sqrt({name})", math.sqrt(size))
+    for name, value in candidates.items():
+        if math.isclose(ratio, value, rel_tol=1e-3):
+            return name
+        if math.isclose(ratio, 1 / value, rel_tol=1e-3):
+            return f"1/{name}"
+    return None
+
+
+def number_in(text: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\d+", text)]

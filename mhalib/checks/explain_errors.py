@@ -1,0 +1,166 @@
+"""An exception raised by the learner's function, explained (issue 22: never a raw exception
+alone): which sizes disagree and what they are in the case, or which Python/numpy/torch rule
+the line broke, then the exception's last line (and the learner's line, as the probe recorded
+it: ``... in your line `scores = q @ k.T```)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+_LINE = re.compile(r" in your line `(.*)`$")
+
+
+def explain_error(exercise, case, error: str, named: dict[str, int]) -> tuple[str, str] | None:
+    """``(flag, message)`` for an exception text recorded by the probe, or None."""
+    line_match = _LINE.search(error)
+    line = line_match.group(1) if line_match else ""
+    last = _LINE.sub("", error).strip()
+    for rule in _RULES:
+        found = rule(exercise, case, last, line, named)
+        if found:
+            flag, reason = found
+            where = f" at `{line}`" if line else ""
+            return f"raised:{flag}", (f"{reason} (it raised{where}: {last[:160]}, when called "
+                                      f"with {case.signature()[:200]})")
+    return None
+
+
+def _say(value: int, named: dict[str, int]) -> str:
+    from mhalib.checks.explain import say_size
+
+    return say_size(value, named)
+
+
+def _numpy_transpose(exercise, case, last, line, named):
+    if "axes don't match array" not in last:
+        return None
+    return ("transpose", "numpy's transpose takes the order of all the axes (x.transpose(0, 2, "
+            "1, 3)); transpose(1, 2) with two axes is PyTorch's swap. Give the full order, or "
+            "use np.swapaxes(x, 1, 2).")
+
+
+def _float_size(exercise, case, last, line, named):
+    if not ("'float' object cannot be interpreted as an integer" in last
+            or re.search(r"must be tuple of (SymInts|ints), but found element of type float", last)
+            or "'float' object cannot be interpreted" in last):
+        return None
+    return ("float_size", "a size computed with '/' is a float (d_model / num_heads = 4.0), "
+            "and reshape and range want ints: divide sizes with //.")
+
+
+def _none_default(exercise, case, last, line, named):
+    if "NoneType" not in last:
+        return None
+    missing = [name for name in _none_defaults(exercise) if name not in case.kwargs]
+    positional = len(case.args)
+    params = list(_parameters(exercise))
+    missing = [name for name in missing if name not in params[:positional]]
+    if not missing:
+        return None
+    names = " and ".join(missing)
+    return ("none_default", f"{names} was left at its default None and then used as a number: "
+            f"replace None by the value the contract gives (e.g. `if {missing[0]} is None: ...`) "
+            "before using it.")
+
+
+def _view(exercise, case, last, line, named):
+    if "view size is not compatible" not in last:
+        return None
+    return ("view", ".view needs a tensor whose memory is laid out contiguously; after expand, "
+            "transpose or permute it is not: use .reshape (or .contiguous().view).")
+
+
+def _reshape(exercise, case, last, line, named):
+    match = (re.search(r"shape '\[([\d, -]+)\]' is invalid for input of size (\d+)", last)
+             or re.search(r"cannot reshape array of size (\d+) into shape \(([\d, -]+)\)", last))
+    if not match:
+        return None
+    if match.re.pattern.startswith("shape"):
+        target, size = match.group(1), int(match.group(2))
+    else:
+        size, target = int(match.group(1)), match.group(2)
+    shape = [int(n) for n in re.findall(r"-?\d+", target)]
+    if -1 in shape:
+        return ("reshape", f"a reshape to {tuple(shape)} cannot hold the tensor's {size} values: "
+                "one of its other sizes is wrong (is it a head count or a head width of another "
+                "tensor?).")
+    product = 1
+    for n in shape:
+        product *= n
+    for i, entry in enumerate(shape):
+        rest = product // entry if entry else 0
+        if rest and size % rest == 0:
+            fits = size // rest
+            names = [n for n, v in named.items() if v == fits]
+            if names and fits != entry:
+                return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor "
+                        f"of {size}: its size {_say(entry, named)} at position {i} should be "
+                        f"{_say(fits, named)} for this tensor.")
+    return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "
+            "values: one of the sizes it uses belongs to another tensor.")
+
+
+_MATMUL = (r"size (\d+) is different from (\d+)",
+           r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
+           r"Expected size for first two dimensions of batch2 tensor to be: \[[\d, ]+\] but got:")
+
+
+def _matmul(exercise, case, last, line, named):
+    if not any(re.search(p, last) for p in _MATMUL) and "core dimension" not in last:
+        return None
+    numbers = re.search(_MATMUL[0], last)
+    sizes = ""
+    if numbers:
+        a, b = int(numbers.group(1)), int(numbers.group(2))
+        sizes = f" ({_say(a, named)} against {_say(b, named)})"
+    reason = f"a matrix product got operands whose inner sizes differ{sizes}"
+    if re.search(r"\w\.T\b", line):
+        reason += (": .T reverses every axis of a batched array, so (B, N, d) becomes "
+                   "(d, N, B); swap only the last two (np.swapaxes(k, -1, -2) or "
+                   "k.transpose(-2, -1)).")
+    else:
+        reason += ": check which axes each operand has at that line (a transpose missing or "\
+                  "one too many, or a tensor split into the wrong number of heads)."
+    return "matmul", reason
+
+
+def _broadcast(exercise, case, last, line, named):
+    torch_style = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b "
+                            r"\((\d+)\) at non-singleton dimension (\d+)", last)
+    numpy_style = re.search(r"could not be broadcast together with shapes (.*)", last)
+    if torch_style:
+        a, b, dim = (int(g) for g in torch_style.groups())
+        return ("broadcast", f"two tensors combined element by element disagree on dimension "
+                f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
+                "the wrong axis or with the wrong count (heads, groups, tokens).")
+    if numpy_style:
+        return ("broadcast", f"two arrays combined element by element have shapes that do not "
+                f"broadcast ({numpy_style.group(1)[:80]}); a keepdims=True, a new axis or a "
+                "transpose is missing.")
+    return None
+
+
+def _dtype(exercise, case, last, line, named):
+    if not re.search(r"expected (scalar type|m1 and m2 to have the same dtype)|dtype", last) \
+            or "Expected" not in last and "expected" not in last:
+        return None
+    return ("dtype", "tensors of two different dtypes met in one operation: make new tensors "
+            "with dtype=x.dtype (and device=x.device) so that they follow the inputs.")
+
+
+def _none_defaults(exercise) -> list[str]:
+    return [name for name, p in _parameters(exercise).items() if p.default is None]
+
+
+def _parameters(exercise) -> dict:
+    try:
+        from mhalib.checks.answer_key import answer_key
+
+        return dict(inspect.signature(answer_key(exercise.name)).parameters)
+    except Exception:
+        return {}
+
+
+_RULES = (_numpy_transpose, _float_size, _none_default, _view, _reshape, _matmul, _broadcast,
+          _dtype)

@@ -1,0 +1,175 @@
+"""A wrong output explained by its form (issue 22), for slips no mistake model lists: the right
+values in the wrong places (an axis reversed, or scrambled by a reshape), one constant factor
+off (named by the case's sizes: sqrt(d_head), 1024, bytes_per_element...), NaN exactly where a
+row has no allowed key or where large inputs overflow, axes extra, missing, swapped or
+mis-sized (named by the case's sizes), dict keys other than the contract's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | None:
+    """``(flag, message)`` for a wrong recorded output, or None."""
+    expected = _expected(exercise, case)
+    path, e, r = _first_difference(expected, received, "the output")
+    if isinstance(e, dict) and isinstance(r, dict):
+        missing, extra = sorted(set(e) - set(r)), sorted(set(r) - set(e))
+        if missing:
+            return ("form:keys", f"the dict's keys must be exactly {sorted(e)}: {missing} are "
+                    f"missing" + (f" and {extra} are not the contract's" if extra else "")
+                    + "; the grader reads the counts by these names.")
+        return None
+    if isinstance(e, (int, float)) and not isinstance(e, bool) and isinstance(r, (int, float)):
+        return _scalar(e, r, path, named)
+    if not isinstance(e, np.ndarray) or not isinstance(r, np.ndarray):
+        return None
+    if e.shape != r.shape:
+        return _shape(e.shape, r.shape, path, named)
+    if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
+        return None
+    e, r = e.astype(np.float64), r.astype(np.float64)
+    return _nan(case, e, r, path) or _factor(e, r, path, named) or _placement(e, r, path,
+                                                                                named)
+
+
+def _expected(exercise, case):
+    once = getattr(exercise, "expected_once", None)
+    return once(case) if once is not None else exercise.expected(case)
+
+
+def _first_difference(expected, received, path):
+    """The first component of a tuple output that differs (the whole output otherwise)."""
+    from mhalib.checks.compare import difference
+
+    if isinstance(expected, tuple) and isinstance(received, tuple) and len(expected) == len(
+            received):
+        for i, (e, r) in enumerate(zip(expected, received)):
+            if difference(e, r) is not None:
+                return _first_difference(e, r, f"{path}[{i}]")
+    if isinstance(received, (int, float)) and isinstance(expected, np.ndarray) and \
+            expected.ndim == 0:
+        return path, float(expected), received
+    return path, expected, received
+
+
+def _say(value, named):
+    from mhalib.checks.explain import say_size
+
+    return say_size(value, named)
+
+
+def _scalar(e, r, path, named):
+    from mhalib.checks.explain import factor_name
+
+    if e == 0 or r == 0:
+        return None
+    if abs(r * e - 1) < 1e-6 and abs(e) != 1:
+        return ("form:inverted", f"{path} is the reciprocal of the right value ({r:.6g} for "
+                f"{e:.6g}): the division is upside down.")
+    name = factor_name(r / e, named)
+    if name is None:
+        return None
+    return ("form:factor", f"{path} is {name} times the right value ({r:.6g} for {e:.6g}): a "
+            f"factor of {name.removeprefix('1/')} is {'missing' if r < e else 'one too many'}.")
+
+
+def _shape(want, got, path, named):
+    if len(got) > len(want):
+        squeezed = tuple(n for n in got if n != 1)
+        if squeezed == tuple(n for n in want if n != 1):
+            return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1, "
+                    "as if the input had more leading axes than it has; the contract allows any "
+                    "number of them (..., N, d), so build the extra tensors from x's own shape "
+                    "or let them broadcast from the right.")
+        extra = list(got)
+        for n in want:
+            if n in extra:
+                extra.remove(n)
+        if extra and all(n in want[:-2] for n in extra):
+            return ("form:shape", f"{path} has shape {got} for {want}: its extra axes are the "
+                    "batch axes again, so every batch was combined with every other (np.dot or "
+                    "tensordot on stacked arrays); use @ (matmul), which pairs batches one to "
+                    "one.")
+    if len(got) < len(want):
+        gone = list(want)
+        for n in got:
+            if n in gone:
+                gone.remove(n)
+        if len(gone) == 1:
+            return ("form:shape", f"{path} has shape {got} for {want}: the axis of size "
+                    f"{_say(gone[0], named)} is missing; the separate results along it were "
+                    "summed or merged into one, or never made.")
+    if len(got) == len(want) and sorted(got) == sorted(want):
+        return ("form:shape", f"{path} has shape {got} for {want}: the axes are in the wrong "
+                "order (a transpose missing, or one too many).")
+    if len(got) == len(want):
+        wrong = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
+        parts = [f"axis {i} has {_say(got[i], named)} where it should have "
+                 f"{_say(want[i], named)}" for i in wrong]
+        same = int(np.prod(got)) == int(np.prod(want))
+        return ("form:shape", f"{path} has shape {got} for {want}: " + "; ".join(parts)
+                + (" (the same number of values: a reshape used the sizes in the wrong order "
+                   "or unpacked x.shape in the wrong order)." if same else "."))
+    return None
+
+
+def _nan(case, e, r, path):
+    bad = ~np.isfinite(r) & np.isfinite(e)
+    if not bad.any():
+        return None
+    if e.ndim >= 1:
+        rows = np.all(e == 0, axis=-1)  # rows that are all zeros in the answer
+        bad_rows = np.any(bad, axis=-1)
+        if rows.any() and np.array_equal(bad_rows, rows & bad_rows) and bad_rows.any():
+            return ("form:nan_empty_rows", f"{path} is NaN exactly on the rows that should be "
+                    "zeros (a query with no allowed key: 0 / 0); the contract wants a zero row "
+                    "there, so guard the division (or replace those rows) in this output too.")
+    arrays = [a for a in list(case.args) + list(case.kwargs.values())
+              if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size]
+    if any(np.isinf(a).any() for a in arrays):
+        return None  # -inf inputs (empty sets) make overflow one explanation among several
+    largest = max((float(np.max(np.abs(a))) for a in list(case.args) + list(
+        case.kwargs.values()) if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size),
+        default=0.0)
+    if largest >= 80:
+        return ("form:overflow", f"{path} has NaN or inf on inputs as large as {largest:g}: "
+                "exp overflowed. The shift before exp must make every exponent <= 0: subtract "
+                "each slice's maximum (adding it, or shifting by something else, overflows).")
+    return None
+
+
+def _factor(e, r, path, named):
+    from mhalib.checks.explain import factor_name
+
+    mask = np.abs(e) > 1e-6 * max(1.0, float(np.max(np.abs(e), initial=0.0)))
+    if mask.sum() < 2:
+        return None
+    ratios = r[mask] / e[mask]
+    ratio = float(np.median(ratios))
+    if not np.allclose(ratios, ratio, rtol=1e-3, atol=0) or np.isclose(ratio, 1.0):
+        return None
+    name = factor_name(ratio, named)
+    if name is None:
+        return None
+    return ("form:factor", f"every value of {path} is {name} times the right one: a factor of "
+            f"{name.removeprefix('1/')} is {'missing' if abs(ratio) < 1 else 'one too many'} "
+            "(a scale, a count or a unit).")
+
+
+def _placement(e, r, path, named):
+    if e.size < 4 or not np.allclose(np.sort(e, axis=None), np.sort(r, axis=None),
+                                     rtol=1e-4, atol=1e-6):
+        return None
+    for axis in range(e.ndim):
+        if e.shape[axis] > 1 and np.allclose(np.flip(e, axis), r, rtol=1e-4, atol=1e-6):
+            return ("form:reversed", f"{path} is the right values with axis {axis} (of size "
+                    f"{_say(e.shape[axis], named)}) in reverse order: the blocks along it were "
+                    "taken or put back last to first.")
+        if e.shape[axis] > 2 and any(np.allclose(np.roll(e, s, axis), r, rtol=1e-4, atol=1e-6)
+                                     for s in (1, -1)):
+            return ("form:shifted", f"{path} is the right values shifted by one place along "
+                    f"axis {axis}: an index is off by one.")
+    return ("form:placement", f"{path} holds the right values, but in the wrong places: a "
+            "reshape where a transpose (or permute) was needed, or the axes moved in the wrong "
+            "order, mixes the axes.")
