@@ -52,7 +52,7 @@ QUESTIONS = {
         id="qc_weights_shape",
         prompt="A library stores the scores transposed: s = k @ q.T, of shape (N_k, N_q), one "
                "row per key and one column per query. Along which axis must its softmax run?",
-        options=("axis=0, so that each column sums to 1",
+        options=("axis=0: each column sums to 1",
                  "axis=-1, so that each row sums to 1",
                  "Over the whole (N_k, N_q) array at once",
                  "Either axis: the product with v comes out the same"),

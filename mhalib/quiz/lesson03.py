@@ -65,7 +65,7 @@ QUESTIONS = {
                "spread of the scores √2 times larger: treat it as multiplying every score of "
                "that row by √2. What happens to the row's entropy?",
         options=("It stays the same: only score differences matter",
-                 "It rises, towards log N",
+                 "It rises, towards its maximum log N",
                  "It falls, though it stays above 0",
                  "It may rise or fall, depending on the row"),
         transfer=True,

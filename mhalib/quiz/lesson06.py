@@ -47,7 +47,7 @@ QUESTIONS = {
         options=("The FLOPs of the scores and the weighted sum",
                  "All the attention layer's weights",
                  "The KV cache and the W_K, W_V weights",
-                 "The width of each cached key and value"),
+                 "Each cached key's width"),
     ),
     "qc_kv_cache_gib": FillIn(
         id="qc_kv_cache_gib",

@@ -82,10 +82,10 @@ QUESTIONS = {
         prompt="Decoding: one new query (N_q = 1) attends to a cache of N_k keys with your "
                "online_softmax_attention, block_size fixed. How does its extra memory (beyond "
                "q, k, v and the output) change as N_k grows?",
-        options=("It grows like N_k, as the naive path's does",
+        options=("It grows like N_k",
                  "It grows like N_k^2, as scores do",
                  "It does not grow: the same for every N_k",
-                 "It grows like N_k / block_size: one state per block"),
+                 "It grows like N_k / block_size"),
         transfer=True,
     ),
     "qc_kv_reads": FillIn(

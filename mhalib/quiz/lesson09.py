@@ -31,9 +31,9 @@ QUESTIONS = {
                "checks in one forward pass. At which positions are the 4 new queries and keys "
                "rotated?",
         options=("0 to 3, as in a fresh prompt",
-                 "t for all four, the length of the cache",
+                 "t for all four (the cache length)",
                  "t to t + 3, one for each new token",
-                 "t + 1 to t + 4, one past the cache length"),
+                 "t + 1 to t + 4, past the cache"),
         transfer=True,
     ),
     "qc_rope_partner": FillIn(

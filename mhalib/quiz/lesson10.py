@@ -81,7 +81,7 @@ QUESTIONS = {
         prompt="DeepSeek-V3 also compresses its queries (q_lora_rank 1536; d_model 7168, 128 "
                "heads of 128, kv_lora_rank 512). Leaving the RoPE part aside, how many numbers "
                "does one head's absorbed query have when it meets the cached latents?",
-        options=("512, the width of the KV latent", "128, the d_head of one head",
+        options=("512: the KV latent's width", "128, the d_head of one head",
                  "1536, the width of the query latent", "7168, the model width d_model"),
     ),
     "qc_per_head_rope_cache": MultipleChoice(
@@ -89,7 +89,7 @@ QUESTIONS = {
         prompt="A variant of DeepSeek-V2-Lite (16 heads, latent 512, RoPE part 64) gives each "
                "head its own rotated key instead of one shared by all heads. How many numbers "
                "per token and layer must its cache hold?",
-        options=("576: latent and one key", "1,152: latent and key, for K and V",
+        options=("576: the latent and one shared key", "1,152: latent and key, for K and V",
                  "1,536: latent and 16 keys", "512: the RoPE keys are recomputed"),
         transfer=True,
     ),

@@ -75,7 +75,7 @@ QUESTIONS = {
                "decode step does about 242 FLOPs per byte of cache it reads. Where does that "
                "step sit on the H200's roofline?",
         options=("Memory-bound: the ridge stays at about 295",
-                 "Compute-bound: the ridge drops to about 206",
+                 "Compute-bound: the ridge drops to ~206",
                  "Memory-bound: the ridge rises to about 420",
                  "Compute-bound: its intensity rises to about 350"),
         transfer=True,

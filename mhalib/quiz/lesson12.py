@@ -100,7 +100,7 @@ QUESTIONS = {
                "base that prediction on?",
         options=("The next token, which it learned to read through the leak",
                  "A row of NaN, since key i + 1 is masked",
-                 "Its right prediction, only a little less sure",
+                 "Its right prediction, a little less sure",
                  "Only keys <= i, which the leak let it ignore"),
         transfer=True,
     ),

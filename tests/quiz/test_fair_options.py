@@ -88,3 +88,15 @@ def test_always_picking_one_position_scores_no_better_than_chance():
         assert score <= chance + _margin() / len(CHOICES), (
             f"always answering the option at position {position} scores {score:.0%} "
             f"(chance {chance:.0%})")
+
+
+def test_no_length_rank_holds_the_right_option_more_than_its_fair_share():
+    """"Always pick the second- (third-, ...) longest option" scores at most chance plus two
+    questions: the rank is the number of options strictly longer than the right one."""
+    held = Counter(sum(len(o) > len(q.options[key.answer]) for o in q.options)
+                   for _, q, key in CHOICES)
+    for rank, count in sorted(held.items()):
+        fair = sum(1 / len(q.options) for _, q, _ in CHOICES if rank < len(q.options))
+        assert count <= fair + 2, (
+            f"the right option has exactly {rank} longer option(s) in {count} of "
+            f"{len(CHOICES)} questions (chance: {fair:.1f})")

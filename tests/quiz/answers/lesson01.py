@@ -9,7 +9,7 @@ ACCEPT = {
                        "np.log(np.exp(x - m).sum(-1, keepdims=True))",
                        "np.log(np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1, "
                        "keepdims=True))"],
-    "qc_weights_shape": [0, "axis=0, so that each column sums to 1"],
+    "qc_weights_shape": [0, "axis=0: each column sums to 1"],
     "qc_weights_memory": ["tokens**2 * bytes_per_value / 2**20",
                           "tokens * tokens * bytes_per_value / 1048576"],
     "qc_shared_scale": ["1 / d_k ** 0.25", "1 / math.sqrt(math.sqrt(d_k))", "d_k ** (-1/4)",

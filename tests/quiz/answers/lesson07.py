@@ -25,7 +25,7 @@ REJECT = {
                        "l_old * np.exp(m_old - m_blk) + l_blk",
                        "(l_old + l_blk) * np.exp(m_old - m_new)"],
     "qc_missing_rescale": [0, 2, 3, "When all scores are small, say between -1 and 1"],
-    "qc_decode_memory": [0, 1, 3, "It grows like N_k, as the naive path's does"],
+    "qc_decode_memory": [0, 1, 3, "It grows like N_k"],
     "qc_kv_reads": ["2 * tokens * head_dim * bytes_per_value / 2**20",
                     "tokens / block_m * tokens * head_dim * bytes_per_value / 2**20",
                     "tokens / block_n * 2 * tokens * head_dim * bytes_per_value / 2**20",

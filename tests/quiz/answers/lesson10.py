@@ -11,7 +11,7 @@ ACCEPT = {
     "qc_mla_groups": ["(kv_lora_rank + rope_head_dim) / (2 * head_dim)",
                       "(kv_lora_rank + rope_head_dim) / head_dim / 2",
                       "0.5 * (kv_lora_rank + rope_head_dim) / head_dim"],
-    "qc_absorbed_query_width": [0, "512, the width of the KV latent"],
+    "qc_absorbed_query_width": [0, "512: the KV latent's width"],
     "qc_alibi_absorption": [3, "Yes: the bias is added to the finished score, after the dot "
                                 "product"],
     "qc_per_head_rope_cache": [2, "1,536: latent and 16 keys"],

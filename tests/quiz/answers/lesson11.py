@@ -8,7 +8,7 @@ ACCEPT = {
         "1000 * 2 * kv_heads * head_dim * bytes_per_value * layers * batch * tokens / 3.35e12",
         "layers * kv_heads * head_dim * tokens * batch * bytes_per_value / 1.675e9",
     ],
-    "qc_h200_ridge": [1, "Compute-bound: the ridge drops to about 206"],
+    "qc_h200_ridge": [1, "Compute-bound: the ridge drops to ~206"],
     "qc_gqa_decode": [0, "It falls about 8x, as the cache it reads does"],
     "qc_page_waste": ["math.ceil(n / page_size) * page_size - n", "(-n) % page_size",
                       "(page_size - n % page_size) % page_size"],
