@@ -119,6 +119,11 @@ class PhysicalVerdict:
     summary: str = ""  # what the kernel counted, for the instructor
 
 
+# what an error says when the measured process's seccomp filter, not the learner's code, failed
+_REFUSED_BY_THE_SANDBOX = ("Operation not permitted", "PermissionError", "ImportError",
+                           "ModuleNotFoundError", "Bad system call")
+
+
 def judge_physical(exercise, seal: dict | None) -> PhysicalVerdict:
     """Judge the warden's seal of the physical case (``None``: it never ran)."""
     check: PhysicalCheck = exercise.physical
@@ -166,7 +171,13 @@ def judge_physical(exercise, seal: dict | None) -> PhysicalVerdict:
                                + (f" ({'; '.join(errors)})" if errors else ""), None,
                                ("physical_error",))
     if status != "ok":
-        return PhysicalVerdict(f"{where} raised {str(record.get('error') or '')[:300]}", None)
+        error = str(record.get("error") or "")
+        if any(sign in error for sign in _REFUSED_BY_THE_SANDBOX):
+            return PhysicalVerdict(
+                f"{where} raised {error[:240]} (the measured process refuses to open files and "
+                "to import modules not loaded before the call: an instructor should look)",
+                None, ("physical_error",))
+        return PhysicalVerdict(f"{where} raised {error[:300]}", None)
     try:
         output = decode(record.get("output"))
     except (EncodingError, ValueError, TypeError) as error:

@@ -47,6 +47,12 @@ MEANING = {
     "variant_of_other_student": "the quick-check answer was recorded under another student's "
                                 "id (a copied notebook?); it was judged on that student's "
                                 "numbers",
+    # the measured (physical) case of lessons 07, 11 and 12: see mhalib.checks.physical
+    "no_physical_record": "the large measured case has no result from the grader",
+    "physical_refused": "the large measured case could not be set up (the notebook's "
+                        "definitions took too much memory or time before the call)",
+    "physical_error": "the large measured case did not finish, or failed where the measured "
+                      "process refuses files and imports (an honest answer may need a look)",
 }
 
 REVIEW = frozenset({
@@ -55,6 +61,7 @@ REVIEW = frozenset({
     # a function that hangs or returns a huge output may be a budget set too tight
     "call_timeout", "output_too_large",
     "no_key", "variant_of_other_student",
+    "no_physical_record", "physical_refused", "physical_error",
 })
 
 

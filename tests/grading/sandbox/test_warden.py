@@ -279,3 +279,19 @@ def test_memory_the_definitions_hold_counts_as_the_calls(tmp_path, shell):
     facts, verdict = _physical(tmp_path, shell, POOL_IN_A_DEFAULT)
     assert verdict.mistake == "builds_full_scores", (verdict, facts)
     assert facts["peak_memory_mb"] > 50
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the physical check needs the filter")
+def test_an_import_the_measured_process_refuses_asks_for_a_look_not_a_silent_zero(tmp_path,
+                                                                                 shell):
+    """An honest answer whose library imports a module lazily, inside the call, fails in the
+    measured process (no file may be opened there): the instructor is asked to look."""
+    lazy = ONLINE.replace("def online_softmax_attention(q, k, v, block_size=64, causal=False):\n",
+                          "def online_softmax_attention(q, k, v, block_size=64, causal=False):"
+                          "\n    import importlib\n"
+                          "    importlib.import_module('xml.' + 'dom.minidom')  # as a library "
+                          "might, on first use\n")
+    assert lazy != ONLINE
+    facts, verdict = _physical(tmp_path, shell, lazy)
+    assert verdict.problem and "physical_error" in verdict.flags, (verdict, facts)
+    assert "an instructor should look" in verdict.problem
