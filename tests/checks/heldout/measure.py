@@ -151,7 +151,8 @@ def rates(table: list[dict], judgement: dict) -> dict:
                 c["accepted"] += 1
                 continue
             c["rejected"] += 1
-            c[judgement.get(row["key"], {}).get("verdict", "unjudged")] += 1
+            verdict = judgement.get(row["key"], {}).get("verdict", "unjudged")
+            c["named_wrongly" if verdict == "wrong" else verdict] += 1  # "wrong" counts entries
     return {group: dict(c) for group, c in sorted(counts.items())}
 
 
