@@ -27,7 +27,7 @@ def explain_error(exercise, case, error: str, named: dict[str, int]) -> tuple[st
 
 
 def _say(value: int, named: dict[str, int]) -> str:
-    from mhalib.checks.explain import say_size
+    from mhalib.checks.explain_sizes import say_size
 
     return say_size(value, named)
 

@@ -54,13 +54,13 @@ def _first_difference(expected, received, path):
 
 
 def _say(value, named):
-    from mhalib.checks.explain import say_size
+    from mhalib.checks.explain_sizes import say_size
 
     return say_size(value, named)
 
 
 def _scalar(e, r, path, named):
-    from mhalib.checks.explain import factor_name
+    from mhalib.checks.explain_sizes import factor_name
 
     if e == 0 or r == 0:
         return None
@@ -140,11 +140,14 @@ def _nan(case, e, r, path):
 
 
 def _factor(e, r, path, named):
-    from mhalib.checks.explain import factor_name
+    from mhalib.checks.explain_sizes import factor_name
 
-    mask = np.abs(e) > 1e-6 * max(1.0, float(np.max(np.abs(e), initial=0.0)))
+    scale = max(1.0, float(np.max(np.abs(e), initial=0.0)))
+    mask = np.abs(e) > 1e-6 * scale
     if mask.sum() < 2:
         return None
+    if not np.allclose(r[~mask], 0.0, rtol=0, atol=1e-6 * scale):
+        return None  # "every value is c times the right one" must hold where the right one is 0
     ratios = r[mask] / e[mask]
     ratio = float(np.median(ratios))
     if not np.allclose(ratios, ratio, rtol=1e-3, atol=0) or np.isclose(ratio, 1.0):

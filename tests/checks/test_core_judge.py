@@ -123,4 +123,4 @@ def test_an_output_on_the_meta_device_is_not_told_not_written_yet():
     verdict = judge_record("grouped_query_attention", record, 0, "grading")
     assert not verdict.passed and verdict.score == 0
     assert "not written yet" not in verdict.diagnosis
-    assert "unusable return value" in verdict.diagnosis and "meta" in verdict.diagnosis
+    assert "meta" in verdict.diagnosis and "device" in verdict.diagnosis

@@ -35,6 +35,8 @@ import torch
 
 def grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
     """One head at a time."""
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}")
     batch, n, d_model = x.shape
     d_head = d_model // num_heads
     rep = num_heads // num_kv_heads
@@ -102,6 +104,8 @@ import torch
 
 
 def grouped_query_attention(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    if num_heads % num_kv_heads:  # the lesson asks for this refusal
+        raise ValueError(f"num_heads={num_heads} and num_kv_heads={num_kv_heads} do not divide")
     batch, n, d_model = x.shape
     d_head = d_model // num_heads
     rep = num_heads // num_kv_heads

@@ -1,0 +1,38 @@
+"""Sizes and factors in a case's own words (``4 (num_heads)``, ``sqrt(d_head)``): shared by
+the fallback diagnoses of :mod:`mhalib.checks.explain`, its error and its output-form readers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def names_of(value, named: dict[str, int]) -> list[str]:
+    """The names in ``named`` whose size equals ``value``."""
+    return [name for name, size in named.items() if size == value]
+
+
+def say_size(value, named: dict[str, int]) -> str:
+    """``"4 (num_heads)"`` or ``"4"``."""
+    found = names_of(value, named)
+    return f"{value} ({' = '.join(found[:2])})" if found else f"{value}"
+
+
+def factor_name(ratio: float, named: dict[str, int]) -> str | None:
+    """A constant factor in the case's words: 2, 1/2, d_head, sqrt(d_head), 1/sqrt(d_model),
+    1024, bytes_per_element..."""
+    if not np.isfinite(ratio) or ratio <= 0:
+        return None
+    candidates = {"2": 2.0, "4": 4.0, "1024": 1024.0, "2**20": 2.0 ** 20, "2**30": 2.0 ** 30,
+                  "1e3": 1e3, "1e6": 1e6, "1e9": 1e9}
+    for name, size in named.items():
+        if size > 1:
+            candidates.setdefault(name, float(size))
+            candidates.setdefault(f"sqrt({name})", math.sqrt(size))
+    for name, value in candidates.items():
+        if math.isclose(ratio, value, rel_tol=1e-3):
+            return name
+        if math.isclose(ratio, 1 / value, rel_tol=1e-3):
+            return f"1/{name}"
+    return None
