@@ -147,8 +147,10 @@ def test_the_wheel_installed_elsewhere_grades_and_releases_as_the_checkout_does(
     mhalib_command = [str(python.parent / "mhalib")]
     prepared = time.monotonic()
 
-    check = subprocess.run([*mhalib_command, "release", "--check"], cwd=course, env=env,
-                           capture_output=True, text=True)
+    # the first and the last lesson: enough to show the wheel finds the course it is run in
+    # (every lesson's drift is tests/notebooks' test_release_is_in_sync_with_solutions)
+    check = subprocess.run([*mhalib_command, "release", "--check", "01-single-head",
+                            "12-backward"], cwd=course, env=env, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
     assert "release is in sync with solutions/" in check.stdout
     released = time.monotonic()

@@ -130,8 +130,9 @@ _OPERATORS = {
 def _time_limit(seconds: float):
     """Raise ExpressionError when the block runs past ``seconds`` (main thread, POSIX only)."""
     usable = (hasattr(signal, "setitimer") and threading.current_thread()
-              is threading.main_thread())
-    if not usable:
+              is threading.main_thread()
+              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN))
+    if not usable:  # another thread, or someone else's alarm: never disturb it
         yield
         return
 
