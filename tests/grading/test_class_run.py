@@ -164,3 +164,25 @@ def test_a_memo_the_cell_fills_is_filled_again_on_replay(fixture_model):
     class_pid = pickle.loads(base64.b64decode(entry["memo"]["linecache.cache"]))
     assert printed.strip() == f"memo from {class_pid['<mhalib-memo>'][2][0]}"
     assert "class_cache_refused" not in result.issue_flags()
+
+
+@pytest.mark.slow
+def test_every_lessons_class_run_exports_all_its_cached_cells():
+    """The class run uses the sandbox's package copy (answer key and computing modules
+    stubbed): every lesson with class-cached cells must still export all of them, or each
+    learner's notebook re-runs them (lesson 08: about 25 s of CPU a notebook instead of 2)."""
+    from mhalib import course
+    from mhalib.grading.assignment import load_assignment
+    from mhalib.grading.unit import resolve_mode
+    from tests.checkout import COURSE
+
+    try:
+        for lesson in course.LESSONS:
+            model = load_assignment(lesson.assignment, COURSE.solutions)[0]
+            if not model.class_cache:
+                continue
+            said = []
+            exported = run_class_cache(model, resolve_mode("auto"), Limits(), echo=said.append)
+            assert len(exported) == len(model.class_cache), (lesson.assignment, said)
+    finally:
+        close_sandboxes()
