@@ -17,9 +17,15 @@ ASSIGNMENT = "01-single-head"
 
 
 @pytest.fixture
-def lesson_folder(tmp_path, monkeypatch):
+def lesson_folder(tmp_path, monkeypatch, request):
     """An empty folder named like lesson 01's, as the kernel's working folder; no release file
-    and no saved notebook yet, and no ledger or quiz session from an earlier test."""
+    and no saved notebook yet, and no ledger or quiz session from an earlier test (nor an
+    IPython shell another test in this worker left behind, unless the test asks for one)."""
+    if "shell_outputs" not in request.fixturenames:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        if InteractiveShell.initialized():
+            InteractiveShell.clear_instance()
     folder = tmp_path / ASSIGNMENT
     folder.mkdir()
     monkeypatch.chdir(folder)
