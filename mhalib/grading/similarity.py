@@ -16,6 +16,7 @@ read, never a score change:
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import html
 import io
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
 
-from mhalib.quiz.record import cell_grade_id, recorded_in_cell
+from mhalib.quiz.record import cell_grade_id, recorded_answers
 
 K_GRAM = 8  # tokens per fingerprinted k-gram
 WINDOW = 4  # winnowing window: any shared run of K_GRAM + WINDOW - 1 tokens is seen
@@ -98,15 +99,9 @@ def _answer_cells(notebook: dict, answer_ids: set[str]) -> str:
     return "\n".join(parts)
 
 
-def _seeds(notebook: dict, question_ids: set[str]) -> set[str]:
-    seeds = set()
-    for cell in notebook.get("cells", []) if isinstance(notebook, dict) else []:
-        grade_id = cell_grade_id(cell)
-        if grade_id in question_ids:
-            found = recorded_in_cell(cell, grade_id)
-            if found is not None and (found.variant or "").startswith("seed:"):
-                seeds.add(found.variant)
-    return seeds
+def _seeds(notebook: dict, question_ids) -> set[str]:
+    return {found.variant for found in recorded_answers(notebook, question_ids).values()
+            if (found.variant or "").startswith("seed:")}
 
 
 def _answer_ids(release: dict) -> set[str]:
@@ -118,7 +113,7 @@ def _answer_ids(release: dict) -> set[str]:
     return ids - {""}
 
 
-def compare_notebooks(assignment: str, notebook: str, release: dict, question_ids,
+def compare_notebooks(notebook: str, release: dict, question_ids,
                       submitted: dict[str, dict], threshold: float = THRESHOLD,
                       min_fingerprints: int = MIN_FINGERPRINTS) -> list[Pair]:
     """Suspicious pairs among ``submitted`` (student -> notebook JSON) of one notebook."""
@@ -126,7 +121,7 @@ def compare_notebooks(assignment: str, notebook: str, release: dict, question_id
     template = fingerprints(_answer_cells(release, answer_ids))
     prints = {student: fingerprints(_answer_cells(nb, answer_ids)) - template
               for student, nb in submitted.items()}
-    seeds = {student: _seeds(nb, set(question_ids)) for student, nb in submitted.items()}
+    seeds = {student: _seeds(nb, question_ids) for student, nb in submitted.items()}
     pairs = []
     for a, b in combinations(sorted(submitted), 2):
         shared = seeds[a] & seeds[b]
@@ -158,7 +153,7 @@ def similarity_report(assignment: str, models, notebooks: dict[str, dict[str, by
                 submitted[student] = None
         submitted = {s: nb for s, nb in submitted.items() if isinstance(nb, dict)}
         report.compared += len(submitted)
-        report.pairs += compare_notebooks(assignment, model.notebook, model.release,
+        report.pairs += compare_notebooks(model.notebook, model.release,
                                           model.questions, submitted)
     report.pairs.sort(key=lambda p: (-p.similarity, p.students))
     return report
@@ -170,12 +165,11 @@ def write_similarity(report: SimilarityReport, folder: Path) -> list[Path]:
     stem = folder / report.assignment
     paths = [stem.with_suffix(".json"), stem.with_suffix(".csv"), stem.with_suffix(".html")]
     paths[0].write_text(report.to_json())
-    lines = ["student_a,student_b,notebook,reason,similarity,detail"]
-    for p in report.pairs:
-        detail = p.detail.replace('"', "'")
-        lines.append(f'{p.students[0]},{p.students[1]},{p.notebook},{p.reason},'
-                     f'{p.similarity},"{detail}"')
-    paths[1].write_text("\n".join(lines) + "\n")
+    with paths[1].open("w", newline="") as out:
+        rows = csv.writer(out, lineterminator="\n")
+        rows.writerow(["student_a", "student_b", "notebook", "reason", "similarity", "detail"])
+        rows.writerows([*p.students, p.notebook, p.reason, p.similarity, p.detail]
+                       for p in report.pairs)
     rows = "".join(
         f"<tr><td>{html.escape(p.students[0])}</td><td>{html.escape(p.students[1])}</td>"
         f"<td>{html.escape(p.notebook)}</td><td>{html.escape(p.reason)}</td>"
