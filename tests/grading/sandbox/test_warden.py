@@ -286,11 +286,18 @@ def test_an_import_the_measured_process_refuses_asks_for_a_look_not_a_silent_zer
                                                                                  shell):
     """An honest answer whose library imports a module lazily, inside the call, fails in the
     measured process (no file may be opened there): the instructor is asked to look."""
+    # A module nothing else imports (a stdlib one may already be loaded by whatever ran before
+    # this test in the worker, and the measured process is forked from it).
+    library = tmp_path / "library"
+    library.mkdir()
+    name = f"lazy_helper_{os.getpid()}_{time.monotonic_ns()}"
+    (library / f"{name}.py").write_text("HELPER = 1\n")
     lazy = ONLINE.replace("def online_softmax_attention(q, k, v, block_size=64, causal=False):\n",
                           "def online_softmax_attention(q, k, v, block_size=64, causal=False):"
-                          "\n    import importlib\n"
-                          "    importlib.import_module('xml.' + 'dom.minidom')  # as a library "
-                          "might, on first use\n")
+                          "\n    import importlib, sys\n"
+                          f"    sys.path.insert(0, {str(library)!r})\n"
+                          f"    importlib.import_module({name!r})  # as a library might, "
+                          "on first use\n")
     assert lazy != ONLINE
     facts, verdict = _physical(tmp_path, shell, lazy)
     assert verdict.problem and "physical_error" in verdict.flags, (verdict, facts)
