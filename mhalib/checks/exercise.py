@@ -186,6 +186,7 @@ class Exercise:
 
 
 REFUSED_WITHOUT_VALUES = "refusal_without_values"
+REFUSED_WITH_ASSERT = "refusal_by_assert"
 NOT_REFUSED = "no_argument_check"
 
 
@@ -203,8 +204,8 @@ def _names_values(message: str, values: tuple[str, ...]) -> bool:
 
 def refusal_kind(case: Case, received) -> str | None:
     """None for the contract's refusal; :data:`NOT_REFUSED` when the call returned;
-    :data:`REFUSED_WITHOUT_VALUES` for another exception, or one whose message lacks the
-    numbers."""
+    :data:`REFUSED_WITH_ASSERT` for an ``assert``; :data:`REFUSED_WITHOUT_VALUES` for another
+    exception, or one whose message lacks the numbers."""
     raised = _raised(received)
     if raised is None:
         return NOT_REFUSED
@@ -212,6 +213,8 @@ def refusal_kind(case: Case, received) -> str | None:
     allowed = getattr(case, "raise_types", ("ValueError", "TypeError"))
     if kind in allowed and _names_values(message, case.refusal_values):
         return None
+    if kind == "AssertionError" and "AssertionError" not in allowed:
+        return REFUSED_WITH_ASSERT
     return REFUSED_WITHOUT_VALUES
 
 
@@ -253,6 +256,10 @@ def refusal_mistakes(check: str, raise_line: str) -> list[Refusal]:
         Refusal(NOT_REFUSED,
                 f"no check of the arguments: when {check}, the contract wants the function to "
                 f"refuse them before computing anything; add `{raise_line}`."),
+        Refusal(REFUSED_WITH_ASSERT,
+                f"when {check} your function stops at an `assert`: an AssertionError is not the "
+                f"contract's refusal (and asserts vanish under python -O); raise the error "
+                f"yourself, naming the values: `{raise_line}`."),
         Refusal(REFUSED_WITHOUT_VALUES,
                 f"when {check} your function fails with an error that does not name the "
                 f"argument and its value (numpy's or torch's own shape error, or a bare "

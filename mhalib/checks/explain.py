@@ -4,12 +4,17 @@ Tried in order on the failing cases, each only when the checker's own models nam
 
 1. the exercise's **search over single changes** of its answer key (``search_space()``, see
    :mod:`mhalib.checks.search`): the change that reproduces most failing outputs is named;
-2. its **properties** (``properties()``, see :mod:`mhalib.checks.properties`): the first one a
+2. for a count, the failing cases read together as the right count **times a ratio of sizes or
+   plus one term** (:mod:`mhalib.checks.explain_counts`);
+3. the **weights read back** from an attention output (:mod:`mhalib.checks.weights_seen`):
+   which keys each query used, whether rows sum to 1, which scale the scores had, whose values
+   were averaged;
+4. its **properties** (``properties()``, see :mod:`mhalib.checks.properties`): the first one a
    failing output breaks, with the input and what it implies about the code;
-3. the **output's form**: values of the right set in the wrong places, a whole axis reversed,
+5. the **output's form**: values of the right set in the wrong places, a whole axis reversed,
    one constant factor away (named by the case's sizes), NaN only where rows have no key,
    extra or mis-sized axes (named by the case's sizes), a float count where an int is due;
-4. an **exception**, explained (a shape mismatch: which sizes disagree and what they are in the
+6. an **exception**, explained (a shape mismatch: which sizes disagree and what they are in the
    case; numpy's transpose(1, 2); a float size from '/'; .view on a non-contiguous tensor;
    None used as a number), then the exception's own last line.
 
@@ -54,7 +59,7 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
     failing = [(case, result) for case, result in zip(cases, results)
                if _failed(case, failures)]
     recorded = [(c, r) for c, r in failing if r.get("status") == "ok"]
-    for step in (_from_search, _from_properties):
+    for step in (_from_search, _from_count_terms, _from_weights, _from_properties):
         try:
             found = step(exercise, recorded)
         except Exception:  # a diagnosis must never crash the judge
@@ -89,6 +94,20 @@ def _from_search(exercise, recorded):
     from mhalib.checks.search import search_changes
 
     return search_changes(exercise, space(), recorded[:3])
+
+
+def _from_count_terms(exercise, recorded):
+    if getattr(exercise, "search_space_for", None) is None:
+        return None  # not a count exercise
+    from mhalib.checks.explain_counts import explain_count_terms
+
+    return explain_count_terms(exercise, recorded)
+
+
+def _from_weights(exercise, recorded):
+    from mhalib.checks.weights_views import weights_diagnosis
+
+    return weights_diagnosis(exercise, recorded)
 
 
 def _from_properties(exercise, recorded):

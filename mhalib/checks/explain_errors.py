@@ -109,6 +109,19 @@ _MATMUL = (r"size (\d+) is different from (\d+)",
 def _matmul(exercise, case, last, line, named):
     if not any(re.search(p, last) for p in _MATMUL) and "core dimension" not in last:
         return None
+    batch = re.search(r"batch2 tensor to be: \[(\d+), (\d+)\] but got: \[(\d+), (\d+)\]", last)
+    if batch:
+        want, got = int(batch.group(2)), int(batch.group(4))
+        if "num_kv_heads" not in named and "G" not in named:
+            return "matmul_heads", (
+                f"the two operands of a batched matrix product disagree on a batch or head axis "
+                f"({_say(want, named)} against {_say(got, named)}): one of them was split into "
+                "another number of heads, or lost or gained an axis")
+        return "matmul_heads", (
+            f"the two operands of a batched matrix product have different numbers of heads "
+            f"({_say(want, named)} against {_say(got, named)}): when query heads share K/V "
+            "heads, the keys and values must be split into num_kv_heads heads and each repeated "
+            "to the query heads (repeat_kv) before the product")
     numbers = re.search(_MATMUL[0], last)
     sizes = ""
     if numbers:
@@ -149,6 +162,67 @@ def _dtype(exercise, case, last, line, named):
             "with dtype=x.dtype (and device=x.device) so that they follow the inputs.")
 
 
+# numpy's and torch's spellings of the same thing: a learner moving between the lessons' numpy
+# and torch exercises writes one library's name on the other's objects
+_NUMPY_FOR_TORCH = {"permute": "x.transpose(0, 2, 1, 3) (numpy's transpose takes every axis)",
+                    "unsqueeze": "np.expand_dims(x, axis) or x[:, None]",
+                    "masked_fill": "np.where(mask, value, x)", "clone": "x.copy()",
+                    "expand": "np.broadcast_to(x, shape)", "repeat_interleave": "np.repeat",
+                    "size": "x.shape", "dim": "x.ndim", "numel": "x.size",
+                    "softmax": "a softmax written with np.exp", "exp": "np.exp(x)",
+                    "float": "x.astype(np.float64)", "view": "x.reshape(...)",
+                    "contiguous": "nothing (numpy needs no contiguous())", "to": "x.astype(...)",
+                    "tril": "np.tril(x)", "triu": "np.triu(x)", "amax": "x.max(axis=...)",
+                    "logsumexp": "a log-sum-exp written with np.log and np.exp",
+                    "mT": "np.swapaxes(x, -1, -2)", "flip": "np.flip(x, axis)"}
+_TORCH_FOR_NUMPY = {"astype": "x.to(dtype)", "copy": "x.clone()", "swapaxes": "x.transpose(a, b)",
+                    "ndim": "x.dim()", "size": "x.numel() (x.size() is the shape in torch)",
+                    "tolist": "x.tolist()", "ptp": "x.max() - x.min()",
+                    "repeat": "x.repeat_interleave(n, dim) (x.repeat tiles)"}
+
+
+def _library_mixup(exercise, case, last, line, named):
+    on_numpy = re.search(r"'numpy\.ndarray' object has no attribute '(\w+)'", last)
+    if on_numpy:
+        name = on_numpy.group(1)
+        instead = _NUMPY_FOR_TORCH.get(name, "the numpy function of the same idea")
+        return ("torch_on_numpy", f"`.{name}` is a torch method, but this exercise gets numpy "
+                f"arrays, which do not have it: use {instead}.")
+    on_tensor = re.search(r"'Tensor' object has no attribute '(\w+)'", last)
+    if on_tensor:
+        name = on_tensor.group(1)
+        instead = _TORCH_FOR_NUMPY.get(name, "torch's own method for it")
+        return ("numpy_on_torch", f"`.{name}` is numpy's, but this exercise gets torch "
+                f"tensors: use {instead}.")
+    keyword = re.search(r"unexpected keyword argument '(\w+)'|invalid combination of arguments"
+                        r".*?\b(keepdims|axis1|axis2|axis)=", last)
+    if keyword:
+        word = keyword.group(1) or keyword.group(2)
+        torch_words = {"keepdim": "keepdims", "dim": "axis", "dim1": "axis1", "dim2": "axis2"}
+        numpy_words = {v: k for k, v in torch_words.items()}
+        if word in torch_words:
+            return ("torch_keyword_in_numpy", f"`{word}=` is torch's keyword; numpy spells it "
+                    f"`{torch_words[word]}=` (e.g. x.max(axis=-1, keepdims=True)).")
+        if word in numpy_words:
+            return ("numpy_keyword_in_torch", f"`{word}=` is numpy's keyword; torch spells it "
+                    f"`{numpy_words[word]}=` (e.g. x.amax(dim=-1, keepdim=True)).")
+    if re.search(r"unsupported ScalarType|can't convert (cuda|mps)|Can't call numpy\(\) on "
+                 r"Tensor", last):
+        return ("numpy_round_trip", "a numpy function was applied to a torch tensor, which "
+                "converts it to a numpy array: that fails for bfloat16 (numpy has no such "
+                "type), for tensors on a GPU and for tensors that need gradients; use the torch "
+                "function of the same name (torch.repeat_interleave, torch.exp, ...) so the "
+                "tensor keeps its dtype and device.")
+    return None
+
+
+def _assertion(exercise, case, last, line, named):
+    if not last.startswith("AssertionError"):
+        return None
+    return ("assert", "an `assert` in your function failed on a valid input: the condition it "
+            "checks is not one the contract promises (check which sizes it compares).")
+
+
 def _none_defaults(exercise) -> list[str]:
     return [name for name, p in _parameters(exercise).items() if p.default is None]
 
@@ -162,5 +236,5 @@ def _parameters(exercise) -> dict:
         return {}
 
 
-_RULES = (_numpy_transpose, _float_size, _none_default, _view, _reshape, _matmul, _broadcast,
-          _dtype)
+_RULES = (_library_mixup, _numpy_transpose, _float_size, _none_default, _view, _reshape,
+          _matmul, _broadcast, _dtype, _assertion)

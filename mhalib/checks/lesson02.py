@@ -269,6 +269,8 @@ class MultiHeadAttention(Exercise):
             _mha_case(rng, "float32", 2, 6, 16, 4, np.float32, spread=2.0),
             _mha_case(rng, "one token", 3, 1, 8, 2, degenerate=True),
             _mha_case(rng, "large activations", 1, 6, 8, 2, spread=30.0),
+            # as many tokens as a head is wide: the weights can be read back from the output
+            _mha_case(rng, "B=1, N=4, d_model=16, 2 heads", 1, 4, 16, 2),
         ]
 
     def mistakes(self):

@@ -137,6 +137,9 @@ class GroupedQueryAttention(TorchExercise):
             TorchCase("6 query heads over 4 K/V heads must raise ValueError",
                       gqa_inputs(rng, 1, 4, 24, 6, 4), must_raise="num_heads=6 is not a "
                       "multiple of num_kv_heads=4 (query heads cannot share the groups evenly)"),
+            # as many tokens as a head is wide: the weights can be read back from the output
+            TorchCase("float64, causal, 6 tokens, 4 heads of 8 over 2 K/V heads",
+                      gqa_inputs(rng, 1, 6, 32, 4, 2), {"causal": True}, dtype="float64"),
         ]
 
     def mistakes(self):
@@ -356,6 +359,9 @@ class DecodeWithCache(MeasuredExercise):
             TorchCase("a single token", gqa_inputs(rng, 2, 1, 16, 2, 1), degenerate=True),
             TorchCase("16 tokens, wide K/V (d_model 48, 6 heads over 3)",
                       gqa_inputs(rng, 1, 16, 48, 6, 3)),
+            # as many tokens as a head is wide: the weights can be read back from the output
+            TorchCase("float64, 6 tokens, 4 heads of 8 over 2 K/V heads",
+                      gqa_inputs(rng, 1, 6, 32, 4, 2), dtype="float64"),
         ]
 
     def measure(self, func, case, args, kwargs):

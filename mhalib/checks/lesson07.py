@@ -354,6 +354,10 @@ class OnlineSoftmaxAttention(MeasuredExercise):
                       {"block_size": 32}, dtype="float16"),
             TorchCase("bfloat16, causal", qkv(rng, 1, 2, 96, 96, 8),
                       {"block_size": 16, "causal": True}, dtype="bfloat16"),
+            # few keys, wide values: the weights can be read back from the output
+            TorchCase("float64, 5 queries over 7 keys, causal, blocks of 3",
+                      qkv(rng, 1, 2, 5, 7, 8), {"block_size": 3, "causal": True},
+                      dtype="float64"),
         ]
 
     def measure(self, func, case, args, kwargs):

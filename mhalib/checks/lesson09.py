@@ -29,6 +29,7 @@ from mhalib.checks.torch_exercise import (
 )
 
 RAISED = "raised ValueError"  # what the probe records when an odd head_dim is refused
+ASSERTED = "raised AssertionError"  # ... and when an assert stopped it instead
 ROPE_HELPERS = ("rotary_cos_sin", "apply_rotary")  # mhalib.nn.rope computes the answer too
 
 
@@ -112,7 +113,15 @@ def _raised(received) -> bool:
 
 
 def _odd_case_accepted(case, received, meta) -> bool:
-    return _expects_error(case) and not _raised(received)
+    return _expects_error(case) and not _raised(received) and not _asserted(received)
+
+
+def _asserted(received) -> bool:
+    return isinstance(received, str) and received == ASSERTED
+
+
+def _odd_case_asserted(case, received, meta) -> bool:
+    return _expects_error(case) and _asserted(received)
 
 
 # -- cases -------------------------------------------------------------------------------------
@@ -145,6 +154,8 @@ class _RopeExercise(TorchExercise):
                     output = func(*args, **kwargs)
                 except ValueError:
                     return RAISED, {"output_kind": "raised"}
+                except AssertionError:
+                    return ASSERTED, {"output_kind": "raised"}
         meta = {"output_kind": output_kind(output)}
         if meta["output_kind"] == "tensor":
             meta["output_dtype"] = str(output.dtype).removeprefix("torch.")
@@ -206,6 +217,9 @@ class RopeAngles(_RopeExercise):
         return [
             Symptom("odd_head_dim_accepted", "an odd head_dim leaves the last feature without a "
                     "partner: check head_dim % 2 and raise ValueError.", _odd_case_accepted),
+            Symptom("odd_head_dim_by_assert", "an odd head_dim stops at an `assert`: an "
+                    "AssertionError is not the contract's refusal (and asserts vanish under "
+                    "python -O); raise ValueError naming head_dim yourself.", _odd_case_asserted),
             WrongAnswer("exponent_i_over_d", "the exponent is i / head_dim; the contract has "
                         "2 i / head_dim (pair i holds two features), so the frequencies fall "
                         "half as fast as they should. Use base ** (-2 * i / head_dim) with i = 0, "

@@ -234,6 +234,10 @@ class PagedAttention(TorchExercise):
             TorchCase("every sequence fits in one page", paged_inputs(
                 rng, [5, 32, 20], heads=4, groups=4, d=8, page_size=32, max_pages=2),
                 degenerate=True),
+            # no more keys than features: the weights can be read back from the output
+            TorchCase("float64, lengths 6 and 3 in pages of 2", paged_inputs(
+                rng, [6, 3], heads=4, groups=2, d=8, page_size=2, max_pages=4),
+                dtype="float64"),
         ]
 
     def mistakes(self):
@@ -405,6 +409,9 @@ class ChunkedPrefill(MeasuredExercise):
                       dtype="bfloat16"),
             TorchCase("chunk_size larger than N (one chunk)",
                       prefill_inputs(rng, 2, 10, 16, 4, 32), degenerate=True),
+            # as many tokens as a head is wide: the weights can be read back from the output
+            TorchCase("float64, N=7 in chunks of 3", prefill_inputs(rng, 1, 7, 16, 2, 3),
+                      dtype="float64"),
         ]
 
     def measure(self, func, case, args, kwargs):

@@ -50,7 +50,8 @@ DEFAULT_RUBRIC: dict = {
         "swapped_q_k": 0, "softmax_over_first_axis": 0, "swapped_k_v": 0}},
     # -- 02 multi-head: the layout is the lesson -----------------------------------------------
     "split_heads": {"mistakes": {
-        "refusal_without_values": TWO_THIRDS, "no_argument_check": HALF,
+        "refusal_without_values": TWO_THIRDS, "refusal_by_assert": TWO_THIRDS,
+        "no_argument_check": HALF,
         "heads_last": QUARTER, "heads_folded_into_batch": QUARTER, "no_transpose": 0,
         "heads_before_batch": 0, "features_before_tokens": 0, "strided_heads": 0,
         "sizes_swapped": 0}},
@@ -115,7 +116,8 @@ DEFAULT_RUBRIC: dict = {
         "not_flattened": QUARTER, "tiled_groups": 0, "sequence_axis": 0, "feature_axis": 0,
         "flattened": 0, "batch_axis": 0, "ignores_n_rep": 0}},
     "grouped_query_attention": {"mistakes": {
-        "refusal_without_values": TWO_THIRDS, "no_argument_check": HALF,
+        "refusal_without_values": TWO_THIRDS, "refusal_by_assert": TWO_THIRDS,
+        "no_argument_check": HALF,
         "returns_weights_too": TWO_THIRDS, "causal_excludes_self": HALF,
         "causal_sees_next": HALF, "scale_d_model": HALF, "no_scale": THIRD,
         "no_output_projection": THIRD, "always_causal": THIRD,
@@ -157,11 +159,13 @@ DEFAULT_RUBRIC: dict = {
         "key_before_duplicate": 0}},
     # -- 09 rotary position embeddings ---------------------------------------------------------
     "rope_angles": {"mistakes": {
-        "odd_head_dim_accepted": TWO_THIRDS, "pairs_from_one": HALF, "base_ignored": HALF,
+        "odd_head_dim_accepted": TWO_THIRDS, "odd_head_dim_by_assert": TWO_THIRDS,
+        "pairs_from_one": HALF, "base_ignored": HALF,
         "both_halves": HALF, "exponent_i_over_d": THIRD, "exponent_doubled": THIRD,
         "ignores_positions": THIRD, "transposed": THIRD, "positive_exponent": QUARTER}},
     "apply_rope": {"mistakes": {
-        "refusal_without_values": TWO_THIRDS, "no_argument_check": HALF,
+        "refusal_without_values": TWO_THIRDS, "refusal_by_assert": TWO_THIRDS,
+        "no_argument_check": HALF,
         "angles_in_low_precision": TWO_THIRDS, "dtype_changed": TWO_THIRDS,
         "base_not_passed": HALF, "rotates_backwards": THIRD, "ignores_positions": THIRD,
         "exponent_i_over_d": THIRD, "adjacent_pairs": QUARTER,

@@ -413,3 +413,13 @@ def split_reshape_unchecked(x, num_heads):
 
 WRONG["split_heads"]["no_argument_check"] = split_slices_unchecked
 WRONG["split_heads"]["refusal_without_values"] = split_reshape_unchecked
+
+
+def split_asserted(x, num_heads):
+    """Checks divisibility with an assert (an AssertionError, not the contract's ValueError)."""
+    batch, n, d_model = x.shape
+    assert d_model % num_heads == 0, "d_model must divide into heads"
+    return x.reshape(batch, n, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+
+
+WRONG["split_heads"]["refusal_by_assert"] = split_asserted

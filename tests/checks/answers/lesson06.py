@@ -593,3 +593,12 @@ def gqa_sdpa_unchecked(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=Fa
 
 WRONG["grouped_query_attention"]["no_argument_check"] = gqa_unchecked_group_map
 WRONG["grouped_query_attention"]["refusal_without_values"] = gqa_sdpa_unchecked
+
+
+def gqa_sdpa_asserted(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    """Checks the grouping with an assert (an AssertionError, not the contract's ValueError)."""
+    assert num_heads % num_kv_heads == 0
+    return gqa_sdpa_unchecked(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal)
+
+
+WRONG["grouped_query_attention"]["refusal_by_assert"] = gqa_sdpa_asserted

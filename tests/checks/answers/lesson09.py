@@ -343,3 +343,19 @@ def rope_chunk_unchecked(x, positions, base=10000.0):
 
 WRONG["apply_rope"]["no_argument_check"] = rope_loop_unchecked
 WRONG["apply_rope"]["refusal_without_values"] = rope_chunk_unchecked
+
+
+def angles_asserted(positions, head_dim, base=10000.0):
+    """Checks head_dim with an assert (an AssertionError, not the contract's ValueError)."""
+    assert head_dim % 2 == 0, "head_dim must be even"
+    return angles_no_odd_check(positions, head_dim, base)
+
+
+def rope_chunk_asserted(x, positions, base=10000.0):
+    """Checks head_dim with an assert (an AssertionError, not the contract's ValueError)."""
+    assert x.shape[-1] % 2 == 0
+    return rope_chunk_unchecked(x, positions, base)
+
+
+WRONG["rope_angles"]["odd_head_dim_by_assert"] = angles_asserted
+WRONG["apply_rope"]["refusal_by_assert"] = rope_chunk_asserted

@@ -1,0 +1,124 @@
+"""A wrong count read as the right one with one term changed (issue 22).
+
+When no mistake model and no single-factor change (:mod:`mhalib.checks.search_spaces`) explain
+a count, the failing cases are read together: is the learner's count the right one
+
+- **times a ratio of the case's sizes** (``seq_len / d_model``: an N where a d belongs, as in
+  N d^2 for N^2 d), or
+- **plus or minus one term** ``c * size * size ...`` (``+ 2 seq_len^2``: elementwise work the
+  contract leaves out; ``- num_layers * rope_head_dim * bytes``: a part of the cache left out)?
+
+The same ratio or term must fit every failing case, and at least two failing cases with
+different sizes must pin it down; otherwise nothing is said.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+RATIO_EXPONENTS, RATIO_FACTORS = (-2, -1, 1, 2), 3  # N / d, d^2 / N^2 ...
+TERM_EXPONENTS, TERM_FACTORS = (1, 2), 6  # 2 N^2, num_layers * rope_head_dim * bytes ...
+MAX_NAMES = 8
+CONSTANTS = tuple(Fraction(n, d) for n in (1, 2, 3, 4, 6, 8) for d in (1, 2, 4)
+                  if Fraction(n, d).denominator == d or d == 1)
+
+
+def _monomials(names: list[str], exponents, most: int):
+    """``{name: exponent}`` with 1..``most`` names, smallest total degree first."""
+    found = []
+    for count in range(1, min(most, len(names)) + 1):
+        for chosen in itertools.combinations(names, count):
+            for powers in itertools.product(exponents, repeat=count):
+                found.append(dict(zip(chosen, powers)))
+    found.sort(key=lambda m: (sum(abs(p) for p in m.values()), len(m)))
+    return found
+
+
+def _value(monomial: dict[str, int], sizes: dict[str, int]) -> float:
+    return math.prod(float(sizes[name]) ** power for name, power in monomial.items())
+
+
+def _say(monomial: dict[str, int]) -> str:
+    up = [n if p == 1 else f"{n}^{p}" for n, p in monomial.items() if p > 0]
+    down = [n if p == -1 else f"{n}^{-p}" for n, p in monomial.items() if p < 0]
+    top = " * ".join(up) or "1"
+    return f"{top} / {' / '.join(down)}" if down else top
+
+
+def _nice(value: float) -> Fraction | None:
+    for constant in CONSTANTS:
+        for sign in (1, -1):
+            if math.isclose(value, sign * float(constant), rel_tol=1e-9):
+                return sign * constant
+    return None
+
+
+def _numbers(output, expected) -> list[tuple[str | None, float, float]]:
+    """``(key, got, want)`` of each differing number of a count or a dict of counts."""
+    if isinstance(expected, dict) and isinstance(output, dict):
+        return [(k, float(output[k]), float(v)) for k, v in expected.items()
+                if k in output and _number(output[k]) and output[k] != v]
+    if _number(output) and _number(expected) and output != expected:
+        return [(None, float(output), float(expected))]
+    return []
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value)
+
+
+def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
+    """``(flag, message)`` for the failing count cases ``recorded`` ((case, result) pairs with
+    an output), or None."""
+    from mhalib.checks.explain import sizes
+
+    rows = []  # (key, got, want, sizes)
+    for case, result in recorded:
+        named = {k: v for k, v in sizes(exercise, case).items() if isinstance(v, int) and v >= 1}
+        for key, got, want in _numbers(result.get("output"), exercise.expected(case)):
+            rows.append((key, got, want, named))
+    if not rows:
+        return None
+    key = rows[0][0]
+    rows = [r for r in rows if r[0] == key]
+    distinct = {tuple(sorted(r[3].items())) for r in rows}
+    if len(distinct) < 2:
+        return None
+    names = sorted(set.intersection(*(set(r[3]) for r in rows)))[:MAX_NAMES]
+    where = f"the {key!r} count" if key is not None else "your count"
+    for monomial in _monomials(names, RATIO_EXPONENTS, RATIO_FACTORS):
+        ratios = [got / want / _value(monomial, named) if want else None
+                  for _, got, want, named in rows]
+        if all(r is not None and math.isclose(r, 1.0, rel_tol=1e-9) for r in ratios):
+            return "count:ratio", (
+                f"{where} is the right one times {_say(monomial)} on every failing case: "
+                f"{_ratio_meaning(monomial)}")
+    for monomial in _monomials(names, TERM_EXPONENTS, TERM_FACTORS):
+        terms = [(got - want) / _value(monomial, named) for _, got, want, named in rows]
+        constant = _nice(terms[0])
+        if constant is not None and all(math.isclose(t, float(constant), rel_tol=1e-9)
+                                        for t in terms):
+            term = _say(monomial) if constant in (1, -1) else f"{abs(constant)} * {_say(monomial)}"
+            if constant > 0:
+                meaning = (f"has a term {term} too many: something counted that the contract "
+                           "does not count, or a part counted twice")
+            else:
+                meaning = f"misses a term {term}: a part of the count was left out"
+            return "count:term", f"{where} {meaning} (the same difference on every failing case)."
+    return None
+
+
+def _ratio_meaning(monomial: dict[str, int]) -> str:
+    up = [n for n, p in monomial.items() if p > 0]
+    down = [n for n, p in monomial.items() if p < 0]
+    if len(up) == 1 and len(down) == 1 and abs(monomial[up[0]]) == abs(monomial[down[0]]) == 1:
+        return (f"a {up[0]} stands where a {down[0]} belongs (a term with the sizes in the wrong "
+                "places, like N d^2 for N^2 d).")
+    if not down:
+        return f"a factor {_say(monomial)} too many."
+    if not up:
+        return f"a factor {_say({n: -p for n, p in monomial.items()})} missing."
+    return "the sizes in one term are in the wrong places."

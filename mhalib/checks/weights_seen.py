@@ -1,0 +1,278 @@
+"""Which attention weights did the learner's code use? Read back from its output (issue 22).
+
+An attention output row is a weighted sum of value vectors: ``out_i = sum_j w_ij v_j``. When a
+head has no more keys than value features (``N_k <= d_v``) and its values are in general
+position, the weights are determined by the output: ``w = out @ pinv(v)``. Once read back, they
+say what the code did without any mistake model:
+
+- **which keys each query used** (a causal mask that hides the diagonal, lets one future key in,
+  is aligned top-left, is upside down or inverted, or keeps only the current token or chunk);
+- **whether each row was normalised** (rows summing to 1/sqrt(d): a scale after the softmax);
+- **which scale the scores had**: ``log w_ij = c * (q_i . k_j) + const_i`` gives ``c``, which is
+  1/sqrt(d) in a right answer and names the width used otherwise (1/sqrt(d_model), 1/d, 1);
+- **whose values and scores they were** (another head's or group's, keys and values swapped),
+  when the output is not a weighted sum of this head's values but is one of another set's.
+
+Only what the read-back reproduces is said; when nothing fits, this module says nothing and the
+other diagnoses speak. The views of each exercise (how its inputs become per-head q, k, v and
+its output per-head rows) are in :mod:`mhalib.checks.weights_views`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FIT = 1e-5  # relative residual of a weighted-sum reading that counts as exact
+USED = 1e-8  # a weight below this (relative to its row's largest) counts as 0 (float64 cases)
+
+
+@dataclass
+class Head:
+    """One head of one case, in float64: ``q (N_q, d)``, ``k (N_k, d)``, ``v (N_k, d_v)``, the
+    learner's ``out (N_q, d_v)``, the ``allowed (N_q, N_k)`` keys and the right ``scale``."""
+
+    label: str
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    out: np.ndarray
+    allowed: np.ndarray
+    scale: float
+    # other value sets to read ``out`` against when this head's values do not fit:
+    # (sentence naming the slip, values (N_k', d_v), keys for the same positions or None)
+    value_options: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A named set of visible keys: ``mask (N_q, N_k)`` and the sentence that names it."""
+
+    name: str
+    mask: np.ndarray
+    sentence: str
+
+
+def read_weights(out: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """``(w (N_q, N_k), relative residual)`` with ``w @ values ~ out``, or None when the values
+    do not determine the weights or cannot refute them (as many keys as features or more: any
+    output is then some combination of the values; or values not independent)."""
+    n_k, d_v = values.shape
+    if n_k == 0 or n_k >= d_v or not np.isfinite(out).all():  # N_k = d_v fits any output
+        return None
+    if np.linalg.matrix_rank(values, tol=1e-8 * max(1.0, np.abs(values).max())) < n_k:
+        return None
+    solution, *_ = np.linalg.lstsq(values.T, out.T, rcond=None)
+    w = solution.T
+    residual = np.linalg.norm(w @ values - out) / max(np.linalg.norm(out), 1e-12)
+    return w, float(residual)
+
+
+def causal_patterns(n_q: int, n_k: int, right: np.ndarray) -> list[Pattern]:
+    """The usual wrong sets of visible keys for a bottom-right causal ``right`` mask."""
+    i = np.arange(n_q)[:, None]
+    j = np.arange(n_k)[None, :]
+    offset = n_k - n_q
+    found = [
+        Pattern("no_mask", np.ones((n_q, n_k), bool),
+                "every query gives weight to every key, future ones included: the causal mask "
+                "was not applied (key j is allowed only when j <= i)"),
+        Pattern("diagonal_hidden", j < i + offset,
+                "no query gives weight to its own position: the mask hides the diagonal "
+                "(j < i where it should be j <= i)"),
+        Pattern("one_future_key", j <= i + offset + 1,
+                "each query also gives weight to the next position: the causal mask is off by "
+                "one (j <= i + 1 where it should be j <= i)"),
+        Pattern("upside_down", j >= i + offset,
+                "each query sees itself and the FUTURE keys: the causal mask is upside down "
+                "(the lower triangle is the allowed one: j <= i)"),
+        Pattern("self_only", j == i + offset,
+                "each query gives all its weight to its own position and none to the earlier "
+                "ones: the earlier keys and values are missing (a cache overwritten instead of "
+                "appended, or attention over the new token alone)"),
+    ]
+    found.append(Pattern("inverted", ~right,
+                         "each query gives weight exactly to the keys it must NOT see: the mask "
+                         "is used inverted (True means 'may attend' in this course)"))
+    if offset:
+        found.append(Pattern("top_left", j <= i,
+                             "the causal mask is aligned top-left (j <= i): with N_q != N_k "
+                             "query i sits at position i + N_k - N_q, so it may see keys "
+                             "j <= i + N_k - N_q (bottom-right)"))
+    return [p for p in found if not np.array_equal(p.mask, right)]
+
+
+def _support_problem(heads, weights, extra_patterns) -> tuple[str, str] | None:
+    for head, w in zip(heads, weights):
+        top = np.abs(w).max(axis=1, keepdims=True)
+        used = np.abs(w) > USED * np.maximum(top, 1e-300)
+        used &= (top > 1e-12)
+        rows = head.allowed.any(axis=1) & (top[:, 0] > 1e-12)
+        if np.array_equal(used[rows], head.allowed[rows]):
+            continue
+        n_q, n_k = head.allowed.shape
+        patterns = extra_patterns(head) if extra_patterns else []
+        if not head.allowed.all():
+            patterns += causal_patterns(n_q, n_k, head.allowed)
+        for pattern in patterns:
+            if np.array_equal(used[rows], pattern.mask[rows]):
+                return f"weights:{pattern.name}", f"{pattern.sentence} ({head.label})"
+        row = int(np.argwhere((used != head.allowed).any(axis=1) & rows)[0][0]) \
+            if ((used != head.allowed).any(axis=1) & rows).any() else None
+        if row is None:
+            continue
+        extra = np.flatnonzero(used[row] & ~head.allowed[row]).tolist()
+        missing = np.flatnonzero(~used[row] & head.allowed[row]).tolist()
+        said = []
+        if extra:
+            said.append(f"gives weight to key(s) {_positions(extra)} it must not see")
+        if missing:
+            said.append(f"gives no weight to key(s) {_positions(missing)} it should see")
+        return "weights:visible_keys", (
+            f"read back from your output, query {row} of {head.label} " + " and ".join(said)
+            + f"; it may see keys {_positions(np.flatnonzero(head.allowed[row]).tolist())}: "
+            "check which keys your mask (or your cache, or your loop over blocks) lets in")
+    return None
+
+
+def _positions(items: list[int]) -> str:
+    if len(items) > 2 and items == list(range(items[0], items[-1] + 1)):
+        return f"{items[0]}..{items[-1]}"
+    return ", ".join(str(i) for i in items[:8]) + (" ..." if len(items) > 8 else "")
+
+
+def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
+    sums = []
+    for head, w in zip(heads, weights):
+        rows = head.allowed.any(axis=1)
+        sums.extend(w[rows].sum(axis=1).tolist())
+    sums = np.array(sums)
+    if not len(sums) or np.allclose(sums, 1.0, atol=1e-4):
+        return None
+    if np.allclose(sums, sums[0], rtol=1e-4):
+        factor = float(sums[0])
+        return "weights:rows_scaled", (
+            f"read back from your output, every row of weights sums to {factor:.4g}"
+            f"{_factor_name(factor, names)} instead of 1: the weights were multiplied (or "
+            "divided) after the softmax; scale the scores before it and leave the weights as "
+            "the softmax returns them")
+    return "weights:not_normalised", (
+        f"read back from your output, the rows of weights sum to values between "
+        f"{sums.min():.3g} and {sums.max():.3g}, not 1: the division by the sum of the "
+        "exponentials is missing or uses the wrong sum (another row's, a partial one, or one "
+        "that was not rescaled when the running maximum changed)")
+
+
+def _factor_name(value: float, names: dict[str, int]) -> str:
+    import math
+
+    for label, size in names.items():
+        if size > 1:
+            for form, number in ((f"1/sqrt({label})", 1 / math.sqrt(size)),
+                                 (f"sqrt({label})", math.sqrt(size)),
+                                 (f"1/{label}", 1 / size), (label, float(size))):
+                if math.isclose(value, number, rel_tol=1e-3):
+                    return f" = {form}"
+    return ""
+
+
+def _scale_fit(head, w, scores) -> tuple[float, float] | None:
+    """``(c, residual)`` of ``log w_ij = c * scores_ij + b_i`` over the used weights."""
+    top = np.abs(w).max(axis=1, keepdims=True)
+    used = head.allowed & (w > 1e-9 * np.maximum(top, 1e-300))
+    xs, ys = [], []
+    for i in range(w.shape[0]):
+        cols = np.flatnonzero(used[i])
+        if len(cols) < 2:
+            continue
+        y = np.log(w[i, cols])
+        x = scores[i, cols]
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    if not xs:
+        return None
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    if float(x @ x) < 1e-12:
+        return None
+    c = float(x @ y / (x @ x))
+    residual = float(np.linalg.norm(y - c * x) / max(np.linalg.norm(y), 1e-12))
+    return c, residual
+
+
+def _scale_problem(heads, weights, names) -> tuple[str, str] | None:
+    found = []
+    for head, w in zip(heads, weights):
+        if (w < -1e-9).any():
+            return None
+        fit = _scale_fit(head, w, head.q @ head.k.T)
+        if fit is None:
+            continue
+        c, residual = fit
+        if residual > 1e-3:
+            return None
+        found.append((c, head))
+    if not found:
+        return None
+    c, head = found[0]
+    if all(abs(other - head.scale) <= 1e-3 * head.scale for other, _ in found):
+        return None
+    if not all(abs(other - c) <= 1e-3 * abs(c) for other, _ in found):
+        return None
+    if c < 0:
+        return "weights:sign", (
+            f"read back from your output, the weights favour the SMALLEST scores (they are "
+            f"softmax({c:.3g} * q . k)): a minus sign crept into the scores or the exponent")
+    name = _factor_name(c, names)
+    if abs(c - 1.0) < 1e-3:
+        name = " (no scale at all)"
+    right = _factor_name(head.scale, names) or f" = {head.scale:.4g}"
+    return "weights:scale", (
+        f"read back from your output, the weights are softmax(c * q . k) with c = {c:.4g}{name}"
+        f"; the scores must be scaled by 1/sqrt(d){right}, the width of the vectors in each "
+        "dot product")
+
+
+def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
+    """When this head's values do not explain its output but another value set does."""
+    for head, read in zip(heads, weights_or_none):
+        if read is not None and read[1] <= FIT:
+            continue
+        for sentence, values, _keys in head.value_options:
+            other = read_weights(head.out, values)
+            if other is not None and other[1] <= FIT and (other[0] > -1e-6).all():
+                return "weights:values", f"{sentence} ({head.label})"
+    return None
+
+
+def diagnose(heads: list[Head], names: dict[str, int], extra_patterns=None,
+             same_weights_message: str | None = None) -> tuple[str, str] | None:
+    """``(flag, message)`` of what the weights read back from the heads' outputs show, or None
+    when they show nothing wrong or cannot be read."""
+    reads = [read_weights(h.out, h.v) for h in heads]
+    if all(r is None for r in reads):
+        return None
+    if any(r is not None and r[1] > FIT for r in reads):
+        return _values_problem(heads, reads)
+    kept = [(h, r[0]) for h, r in zip(heads, reads) if r is not None]
+    hs, ws = [h for h, _ in kept], [w for _, w in kept]
+    for step in (lambda: _support_problem(hs, ws, extra_patterns),
+                 lambda: _same_weights(hs, ws, same_weights_message),
+                 lambda: _normalisation_problem(hs, ws, names),
+                 lambda: _scale_problem(hs, ws, names)):
+        found = step()
+        if found:
+            return found
+    return None
+
+
+def _same_weights(heads, weights, message) -> tuple[str, str] | None:
+    if message is None or len(heads) < 2:
+        return None
+    shapes = {w.shape for w in weights}
+    if len(shapes) != 1:
+        return None
+    first = weights[0]
+    if all(np.allclose(w, first, atol=1e-7) for w in weights[1:]):
+        return "weights:same_for_all_heads", message
+    return None

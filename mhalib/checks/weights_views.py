@@ -1,0 +1,274 @@
+"""Each attention exercise seen as heads of weighted sums (see :mod:`mhalib.checks.weights_seen`).
+
+A view turns one failing case (its inputs, as the learner received them, and the learner's
+output) into :class:`~mhalib.checks.weights_seen.Head` s: per batch element and head, the
+queries, keys and values the right answer uses, the learner's output rows for that head and
+the keys each query may see. Exercises with an output projection are read through
+``w_o^-1`` (and, when that does not fit, without it: the projection forgotten).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mhalib.checks.weights_seen import Head, Pattern, diagnose
+
+_ROUND = {"float64": np.float64}  # float32 outputs are too coarse to tell a 0 weight
+
+
+def _inputs(exercise, case) -> dict | None:
+    """The case's arguments by name, float arrays as float64; None unless the case is float64
+    (in a coarser output a masked key's 0 weight cannot be told from a small one)."""
+    from mhalib.checks.explain import _defaults, _parameter_names
+
+    dtype = getattr(case, "dtype", "float64")
+    if dtype not in _ROUND:
+        return None
+    values = case.arguments(_parameter_names(exercise), _defaults(exercise))
+    if any(isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.dtype != np.float64
+           for v in values.values()):
+        return None
+    return {name: (np.asarray(v, dtype=_ROUND[dtype]).astype(np.float64)
+                   if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v)
+            for name, v in values.items()}
+
+
+def _causal(n_q: int, n_k: int) -> np.ndarray:
+    return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
+
+
+def _array(output) -> np.ndarray | None:
+    if isinstance(output, tuple):
+        output = output[0] if output else None
+    if not isinstance(output, np.ndarray) or output.dtype != np.float64:
+        return None  # a float32 output of a float64 case is another slip, named elsewhere
+    return output.astype(np.float64)
+
+
+def _split(t: np.ndarray, heads: int) -> np.ndarray:
+    """(N, heads * d) -> (heads, N, d)."""
+    n, width = t.shape
+    return t.reshape(n, heads, width // heads).transpose(1, 0, 2)
+
+
+# -- exercises given q, k, v per head ---------------------------------------------------------
+
+def online_softmax_heads(exercise, case, output) -> list[Head]:
+    values = _inputs(exercise, case)
+    out = _array(output)
+    if values is None or out is None:
+        return []
+    q, k, v = values["q"], values["k"], values["v"]
+    if out.shape != q.shape[:-1] + (v.shape[-1],) or q.ndim != 4:
+        return []
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    allowed = _causal(n_q, n_k) if values.get("causal") else np.ones((n_q, n_k), bool)
+    heads = []
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            heads.append(Head(f"batch {b}, head {h}", q[b, h], k[b, h], v[b, h], out[b, h],
+                              allowed, 1 / math.sqrt(q.shape[-1]),
+                              [("the output is a weighted sum of the KEYS: k and v were swapped "
+                                "in the weighted sum (out = p @ v)", k[b, h], None)]))
+    return heads
+
+
+def paged_heads(exercise, case, output) -> list[Head]:
+    values = _inputs(exercise, case)
+    out = _array(output)
+    if values is None or out is None:
+        return []
+    q, k_pages, v_pages = values["q"], values["k_pages"], values["v_pages"]
+    table, lens = np.asarray(values["block_table"]), np.asarray(values["seq_lens"])
+    if out.shape != q.shape:
+        return []
+    page = k_pages.shape[2]
+    rep = q.shape[1] // k_pages.shape[1]
+    heads = []
+    for b in range(q.shape[0]):
+        n = int(lens[b])
+        if n == 0:
+            continue
+        slots = np.arange(n)
+        pages = table[b, slots // page]
+        for h in range(q.shape[1]):
+            g = h // rep
+            keys, vals = k_pages[pages, g, slots % page], v_pages[pages, g, slots % page]
+            in_order = np.arange(n) // page
+            options = [("the keys were read from pages 0, 1, 2... in order: the block table, "
+                        "which lists each sequence's pages, was not used",
+                        v_pages[in_order % len(v_pages), g, slots % page], None),
+                       (f"query head {h} read K/V head {h % k_pages.shape[1]} (h % G, tiled) "
+                        f"instead of {g} (h // (H // G))",
+                        v_pages[pages, h % k_pages.shape[1], slots % page], None)]
+            heads.append(Head(f"sequence {b}, head {h}", q[b, h][None], keys, vals,
+                              out[b, h][None], np.ones((1, n), bool),
+                              1 / math.sqrt(q.shape[-1]), options))
+    return heads
+
+
+# -- exercises with projections ---------------------------------------------------------------
+
+def _projected_heads(x, w_q, w_k, w_v, merged, num_heads, num_kv_heads, causal):
+    """Heads of self-attention from projections; ``merged (B, N, d_model)`` is the output
+    before ``w_o``."""
+    d_model = w_q.shape[1]
+    d_head = d_model // num_heads
+    rep = max(1, num_heads // num_kv_heads)
+    heads = []
+    for b in range(x.shape[0]):
+        q = _split(x[b] @ w_q, num_heads)
+        k = _split(x[b] @ w_k, num_kv_heads)
+        v = _split(x[b] @ w_v, num_kv_heads)
+        out = _split(merged[b], num_heads)
+        n = x.shape[1]
+        allowed = _causal(n, n) if causal else np.ones((n, n), bool)
+        for h in range(num_heads):
+            g = h // rep
+            options = [(f"query head {h} averages the values of K/V head {other}, not {g}: "
+                        f"query head h must read group h // (num_heads // num_kv_heads)",
+                        v[other], k[other]) for other in range(num_kv_heads) if other != g]
+            options.append(("the output is a weighted sum of the KEYS: the keys and values were "
+                            "swapped (w_k used for the values)", k[g], None))
+            heads.append(Head(f"batch {b}, head {h}", q[h], k[g], v[g], out[h], allowed,
+                              1 / math.sqrt(d_head), options))
+    return heads
+
+
+def _readings(out, w_o):
+    """(merged output, what this reading means) for the learner's ``out``."""
+    try:
+        inverse = np.linalg.inv(w_o)
+    except np.linalg.LinAlgError:
+        return []
+    return [(out @ inverse, ""), (out, "no_output_projection")]
+
+
+def _with_projections(values, out, num_heads, num_kv_heads, causal):
+    x = values["x"]
+    found = []
+    for merged, reading in _readings(out, values["w_o"]):
+        heads = _projected_heads(x, values["w_q"], values["w_k"], values["w_v"], merged,
+                                 num_heads, num_kv_heads, causal)
+        found.append((reading, heads))
+    return found
+
+
+def _names(values, num_heads) -> dict[str, int]:
+    d_model = values["w_q"].shape[0]
+    return {"d_head": d_model // num_heads, "d_model": d_model,
+            "N": values["x"].shape[1], "num_heads": num_heads}
+
+
+def _projected_view(exercise, case, output, causal_of, kv_heads_of, extra=None, same=None):
+    values = _inputs(exercise, case)
+    out = _array(output)
+    if values is None or out is None or out.shape != values["x"].shape:
+        return None
+    num_heads = int(values["num_heads"])
+    kv = kv_heads_of(values)
+    causal = causal_of(values)
+    names = _names(values, num_heads)
+    for reading, heads in _with_projections(values, out, num_heads, kv, causal):
+        found = diagnose(heads, names, extra, same)
+        fits = _fits_all(heads)
+        if reading == "":
+            if found or fits:
+                return found  # the weighted sums are this head's: what they show, or nothing
+            continue
+        if fits:
+            also = f"; also, {found[1]}" if found else ""
+            return ("weights:no_output_projection",
+                    "your output is the merged heads themselves: the output projection (@ w_o) "
+                    f"is missing{also}")
+    return None
+
+
+def _fits_all(heads) -> bool:
+    from mhalib.checks.weights_seen import FIT, read_weights
+
+    reads = [read_weights(h.out, h.v) for h in heads]
+    return all(r is not None and r[1] <= FIT for r in reads)
+
+
+SAME = ("every head uses the same weights: the heads' scores were combined (averaged or "
+        "summed) before one softmax; each head needs its own softmax(q_h k_h^T / sqrt(d_head))")
+
+
+def gqa_view(exercise, case, output):
+    return _projected_view(exercise, case, output, lambda v: bool(v.get("causal")),
+                           lambda v: int(v["num_kv_heads"]), same=SAME)
+
+
+def decode_view(exercise, case, output):
+    return _projected_view(exercise, case, output, lambda v: True,
+                           lambda v: int(v["num_kv_heads"]), same=SAME)
+
+
+def mha_view(exercise, case, output):
+    return _projected_view(exercise, case, output, lambda v: False,
+                           lambda v: int(v["num_heads"]), same=SAME)
+
+
+def prefill_view(exercise, case, output):
+    values = _inputs(exercise, case)
+    if values is None:
+        return None
+    chunk = int(values["chunk_size"])
+
+    def chunks(head):
+        n_q, n_k = head.allowed.shape
+        i = np.arange(n_q)[:, None]
+        j = np.arange(n_k)[None, :]
+        start = (i // chunk) * chunk
+        return [Pattern("own_chunk_only", (j >= start) & (j <= i),
+                        f"each query sees only the keys of its own chunk (chunk_size={chunk}): "
+                        "the keys and values of the earlier chunks must stay in the cache"),
+                Pattern("last_chunks_only", (j >= start - chunk) & (j <= i),
+                        "each query sees only its own chunk and the one before: the cache keeps "
+                        "only the previous chunk; it must keep every earlier chunk"),
+                Pattern("whole_chunk_visible", j < start + chunk,
+                        "each query sees its whole chunk, later queries of the chunk included: "
+                        "inside a chunk the mask must still be causal")]
+    return _projected_view(exercise, case, output, lambda v: True,
+                           lambda v: int(v["num_heads"]), extra=chunks, same=SAME)
+
+
+def _heads_view(heads_of):
+    def view(exercise, case, output):
+        heads = heads_of(exercise, case, output)
+        if not heads:
+            return None
+        d = heads[0].q.shape[-1]
+        return diagnose(heads, {"d": d, "d_head": d, "N_k": heads[0].k.shape[0]})
+    return view
+
+
+VIEWS = {
+    "online_softmax_attention": _heads_view(online_softmax_heads),
+    "paged_attention": _heads_view(paged_heads),
+    "grouped_query_attention": gqa_view,
+    "decode_with_cache": decode_view,
+    "chunked_prefill": prefill_view,
+    "multi_head_attention": mha_view,
+}
+
+
+def weights_diagnosis(exercise, recorded) -> tuple[str, str] | None:
+    """``(flag, message)`` from the weights read back on the first failing case that allows
+    it, or None."""
+    view = VIEWS.get(exercise.name)
+    if view is None:
+        return None
+    for case, result in recorded:
+        if getattr(case, "must_raise", ""):
+            continue
+        try:
+            found = view(exercise, case, result.get("output"))
+        except Exception:  # noqa: BLE001 - a diagnosis never crashes the judge
+            found = None
+        if found:
+            return found[0], f"{found[1]} (case '{case.label}')"
+    return None
