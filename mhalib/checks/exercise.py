@@ -146,8 +146,10 @@ class Exercise:
 
     # -- probe side ----------------------------------------------------------------------------
     def call(self, func, case: Case):
-        """Call the learner's function on one case; returns (output, measured work)."""
-        return func(*case.args, **case.kwargs), {}
+        """Call the learner's function on one case; returns (output, measured work). A numpy
+        exercise notes a torch tensor in the output (the lesson's contract is np.ndarray)."""
+        output = func(*case.args, **case.kwargs)
+        return output, ({"torch_output": True} if _holds_torch(output) else {})
 
     # -- judge side ----------------------------------------------------------------------------
     def expected(self, case: Case):
@@ -183,6 +185,12 @@ class Exercise:
         if difference(self.expected(case), wrong, self.rtol, self.atol) is None:
             return False  # this mistake makes no difference on this case
         return difference(wrong, nan_where_empty(wrong, received), self.rtol, self.atol) is None
+
+
+def _holds_torch(output) -> bool:
+    """True when ``output`` (or an item of a tuple or list of it) is a torch tensor."""
+    items = output if isinstance(output, (tuple, list)) else (output,)
+    return any(type(item).__module__.startswith("torch") for item in items)
 
 
 REFUSED_WITHOUT_VALUES = "refusal_without_values"

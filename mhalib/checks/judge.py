@@ -58,6 +58,10 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             problem = f"could not compare the output ({type(error).__name__}: {error})"
         if problem is None and getattr(exercise, "int_counts", False):
             problem = float_count_problem(result.get("output"))
+        if problem is None and (result.get("meta") or {}).get("torch_output"):
+            problem = ("this is a numpy lesson (np.ndarray in and out), but your function "
+                       "returned a torch.Tensor: build the result with numpy, or return "
+                       "t.numpy()")
         if problem is None:
             continue
         failures.append((case.label, problem))
