@@ -52,6 +52,12 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
     """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module)."""
     if failures and all(FLOAT_COUNT in problem for _, problem in failures):
         return "contract:plain_int", failures[0][1] + "."
+    from mhalib.checks.judge import WRONG_LIBRARY
+
+    wrong_library = [(label, problem) for label, problem in failures if WRONG_LIBRARY in problem]
+    if wrong_library:  # true whatever else is wrong, and the first thing to fix
+        label, problem = wrong_library[0]
+        return "contract:library", f"{problem} (case '{label}')."
     refused = {case.label for case in cases if getattr(case, "must_raise", "")}
     if failures and all(label in refused for label, _ in failures):
         label, problem = failures[0]
@@ -66,6 +72,7 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
             found = None
         if found:
             return found
+    consistent = _factor_everywhere(exercise, recorded)
     for case, result in failing:
         try:
             if result.get("status") == "error":
@@ -78,9 +85,31 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
                 found = None
         except Exception:
             found = None
+        if found and found[0] == "form:factor" and not consistent:
+            continue  # one factor on this case, another (or none) on the others: a coincidence
         if found:
             return found[0], f"{found[1]} (case '{case.label}')"
     return None
+
+
+_FACTOR = re.compile(r"is (\S+) times the right")
+
+
+def _factor_everywhere(exercise, recorded) -> bool:
+    """True when every failing case with an output is off by the same constant factor (a
+    factor read on one case alone can be a coincidence of its sizes, e.g. d_model = 1)."""
+    names = set()
+    for case, result in recorded:
+        try:
+            found = explain_form(exercise, case, result.get("output"), result.get("meta") or {},
+                                 sizes(exercise, case))
+        except Exception:
+            found = None
+        match = _FACTOR.search(found[1]) if found and found[0] == "form:factor" else None
+        if match is None:
+            return False
+        names.add(match.group(1))
+    return len(names) == 1
 
 
 def _failed(case, failures) -> bool:

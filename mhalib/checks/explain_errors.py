@@ -110,18 +110,20 @@ def _matmul(exercise, case, last, line, named):
     if not any(re.search(p, last) for p in _MATMUL) and "core dimension" not in last:
         return None
     batch = re.search(r"batch2 tensor to be: \[(\d+), (\d+)\] but got: \[(\d+), (\d+)\]", last)
-    if batch:
-        want, got = int(batch.group(2)), int(batch.group(4))
-        if "num_kv_heads" not in named and "G" not in named:
+    if batch:  # torch's bmm: batch2 is (batch, inner, columns)
+        want_batch, want_inner, got_batch, got_inner = (int(g) for g in batch.groups())
+        if want_batch != got_batch:
+            hint = (": when query heads share K/V heads, each K/V head must be repeated to its "
+                    "query heads (repeat_kv) before the product" if "num_kv_heads" in named
+                    else ": one of them was split into another number of heads, or lost an axis")
             return "matmul_heads", (
-                f"the two operands of a batched matrix product disagree on a batch or head axis "
-                f"({_say(want, named)} against {_say(got, named)}): one of them was split into "
-                "another number of heads, or lost or gained an axis")
-        return "matmul_heads", (
-            f"the two operands of a batched matrix product have different numbers of heads "
-            f"({_say(want, named)} against {_say(got, named)}): when query heads share K/V "
-            "heads, the keys and values must be split into num_kv_heads heads and each repeated "
-            "to the query heads (repeat_kv) before the product")
+                f"the two operands of a batched matrix product hold different numbers of "
+                f"matrices ({_say(want_batch, named)} against {_say(got_batch, named)}){hint}")
+        return "matmul_width", (
+            f"the inner sizes of a batched matrix product differ ({want_inner} against "
+            f"{got_inner}): the two operands' vectors have different "
+            "widths; a head width computed from another tensor (or a split into another number "
+            "of heads) makes one of them narrower")
     numbers = re.search(_MATMUL[0], last)
     sizes = ""
     if numbers:

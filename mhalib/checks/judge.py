@@ -58,15 +58,16 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             problem = f"could not compare the output ({type(error).__name__}: {error})"
         if problem is None and getattr(exercise, "int_counts", False):
             problem = float_count_problem(result.get("output"))
-        if problem is None and (result.get("meta") or {}).get("torch_output"):
-            problem = ("this is a numpy lesson (np.ndarray in and out), but your function "
-                       "returned a torch.Tensor: build the result with numpy, or return "
-                       "t.numpy()")
+        library = _library_problem(result.get("meta") or {})
+        problem = library or problem
         if problem is None:
             continue
         failures.append((case.label, problem))
         recorded_failures += 1
         general_failed += not getattr(case, "degenerate", False)
+        if library:  # the values may be right: no mistake model is asked about them
+            detections.append([])
+            continue
         refusing = bool(getattr(case, "must_raise", ""))
         detected = [m.name for m in mistakes if isinstance(m, Refusal) == refusing
                     and m.detect(exercise, case, result.get("output"), result.get("meta") or {})]
@@ -114,6 +115,22 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
+
+
+WRONG_LIBRARY = "but your function returned"
+
+
+def _library_problem(meta: dict) -> str | None:
+    """The contract's library broken: a torch tensor from a numpy lesson, a numpy array from a
+    torch lesson (the values may even be right)."""
+    if meta.get("torch_output"):
+        return (f"this is a numpy lesson (np.ndarray in and out), {WRONG_LIBRARY} a "
+                "torch.Tensor: build the result with numpy, or return t.numpy()")
+    if meta.get("output_kind") == "ndarray":
+        return (f"this is a torch lesson (torch.Tensor in and out), {WRONG_LIBRARY} a numpy "
+                "array: keep the computation in torch (a numpy round trip also fails for "
+                "bfloat16 and for tensors on a GPU)")
+    return None
 
 
 def _named_mistakes(mistakes, votes: Counter[str], recorded_failures: int) -> list[str]:

@@ -139,8 +139,9 @@ class Softmax(Exercise):
             WrongAnswer("sigmoid", "that is the logistic sigmoid 1 / (1 + exp(-x)) of each entry "
                         "on its own; softmax normalises: exp(x - max) / sum of exp(x - max) along "
                         "`axis`.", lambda c: _sigmoid(c.args[0])),
-            WrongAnswer("shift_by_mean", "each slice was shifted by its mean, not its maximum: "
-                        "for large logits exp(x - mean) still overflows (inf / inf = NaN). "
+            WrongAnswer("shift_by_mean", "each slice was shifted by something other than its "
+                        "maximum (its mean or its minimum, say): for large logits exp(x - shift) "
+                        "still overflows (inf / inf = NaN). "
                         "Subtract the maximum, so the largest exponent is exp(0) = 1.",
                         lambda c: _shift_by_mean(c.args[0], _axis(c))),
             WrongAnswer("denominator_not_shifted", "the numerator is exp(x - max) but the "

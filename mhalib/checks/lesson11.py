@@ -108,10 +108,10 @@ class DecodeAttentionIntensity(CountSearch, Exercise):
                         "count num_kv_heads (G) heads of K and V.", per_query_head),
             WrongAnswer("bits_not_bytes", "the traffic was counted in bits (8 times the "
                         "bytes): intensity is FLOPs per byte.", wrong(bits=8)),
-            WrongAnswer("scores_flops_only", "the FLOPs count only the scores q . k; the "
-                        "weighted sum of the values costs as much again (2 * N * d per query "
-                        "head): 4 * B * H * N * d in all. (A multiply-add counted as one FLOP "
-                        "instead of two halves the count the same way.)", wrong(products=1)),
+            WrongAnswer("scores_flops_only", "the FLOPs are half the right count: either only "
+                        "the scores q . k were counted (the weighted sum of the values costs as "
+                        "much again, 2 * N * d per query head), or a multiply-add was counted as "
+                        "one FLOP instead of two; 4 * B * H * N * d in all.", wrong(products=1)),
             WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 "
                         "bytes per element was used).",
                         wrong(bytes_per_element=2)),

@@ -250,9 +250,10 @@ class AttentionBackwardFlops(CountSearch, Exercise):
             WrongAnswer("recompute_ignored", "recompute=True should add the recomputed scores "
                         "q k^T, 2 N^2 d: FlashAttention keeps no p, so its backward runs five "
                         "products (10 N^2 d), not four.", model(honour_flag=False)),
-            WrongAnswer("recompute_flag_inverted", "the recomputation is counted when "
-                        "recompute=False and left out when recompute=True: add 2 N^2 d only "
-                        "if recompute.", model(invert_flag=True)),
+            WrongAnswer("recompute_flag_inverted", "with recompute=False the count still "
+                        "includes the recomputed scores (2 N^2 d): add that term only if "
+                        "recompute is True (the flag is ignored or inverted).",
+                        model(invert_flag=True)),
             WrongAnswer("recompute_full_forward", "recompute adds 4 N^2 d, a whole forward; "
                         "the backward needs p, so only the scores q k^T are recomputed (2 N^2 d), "
                         "not p v: with recompute the total is 10 N^2 d.",

@@ -59,13 +59,16 @@ def read_weights(out: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float
     do not determine the weights or cannot refute them (as many keys as features or more: any
     output is then some combination of the values; or values not independent)."""
     n_k, d_v = values.shape
-    if n_k == 0 or n_k >= d_v or not np.isfinite(out).all():  # N_k = d_v fits any output
+    finite = np.isfinite(out).all(axis=1)  # rows that are NaN (0 / 0) are left unread
+    if n_k == 0 or n_k >= d_v or not finite.any():  # N_k = d_v fits any output
         return None
     if np.linalg.matrix_rank(values, tol=1e-8 * max(1.0, np.abs(values).max())) < n_k:
         return None
-    solution, *_ = np.linalg.lstsq(values.T, out.T, rcond=None)
-    w = solution.T
-    residual = np.linalg.norm(w @ values - out) / max(np.linalg.norm(out), 1e-12)
+    solution, *_ = np.linalg.lstsq(values.T, out[finite].T, rcond=None)
+    w = np.full((out.shape[0], n_k), np.nan)
+    w[finite] = solution.T
+    residual = np.linalg.norm(w[finite] @ values - out[finite]) / max(
+        np.linalg.norm(out[finite]), 1e-12)
     return w, float(residual)
 
 
@@ -105,10 +108,12 @@ def causal_patterns(n_q: int, n_k: int, right: np.ndarray) -> list[Pattern]:
 
 def _support_problem(heads, weights, extra_patterns) -> tuple[str, str] | None:
     for head, w in zip(heads, weights):
+        finite = np.isfinite(w).all(axis=1)
+        w = np.where(finite[:, None], w, 0.0)
         top = np.abs(w).max(axis=1, keepdims=True)
         used = np.abs(w) > USED * np.maximum(top, 1e-300)
         used &= (top > 1e-12)
-        rows = head.allowed.any(axis=1) & (top[:, 0] > 1e-12)
+        rows = head.allowed.any(axis=1) & (top[:, 0] > 1e-12) & finite
         if np.array_equal(used[rows], head.allowed[rows]):
             continue
         n_q, n_k = head.allowed.shape
@@ -145,7 +150,7 @@ def _positions(items: list[int]) -> str:
 def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
     sums = []
     for head, w in zip(heads, weights):
-        rows = head.allowed.any(axis=1)
+        rows = head.allowed.any(axis=1) & np.isfinite(w).all(axis=1)
         sums.extend(w[rows].sum(axis=1).tolist())
     sums = np.array(sums)
     if not len(sums) or np.allclose(sums, 1.0, atol=1e-4):
@@ -183,6 +188,8 @@ def _scale_fit(head, w, scores) -> tuple[float, float] | None:
     used = head.allowed & (w > 1e-9 * np.maximum(top, 1e-300))
     xs, ys = [], []
     for i in range(w.shape[0]):
+        if not np.isfinite(w[i]).all():
+            continue
         cols = np.flatnonzero(used[i])
         if len(cols) < 2:
             continue
@@ -203,7 +210,7 @@ def _scale_fit(head, w, scores) -> tuple[float, float] | None:
 def _scale_problem(heads, weights, names) -> tuple[str, str] | None:
     found = []
     for head, w in zip(heads, weights):
-        if (w < -1e-9).any():
+        if (np.nan_to_num(w) < -1e-9).any():
             return None
         fit = _scale_fit(head, w, head.q @ head.k.T)
         if fit is None:
@@ -240,7 +247,7 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
             continue
         for sentence, values, _keys in head.value_options:
             other = read_weights(head.out, values)
-            if other is not None and other[1] <= FIT and (other[0] > -1e-6).all():
+            if other is not None and other[1] <= FIT and (np.nan_to_num(other[0]) > -1e-6).all():
                 return "weights:values", f"{sentence} ({head.label})"
     return None
 
@@ -273,6 +280,6 @@ def _same_weights(heads, weights, message) -> tuple[str, str] | None:
     if len(shapes) != 1:
         return None
     first = weights[0]
-    if all(np.allclose(w, first, atol=1e-7) for w in weights[1:]):
+    if all(np.allclose(w, first, atol=1e-7, equal_nan=True) for w in weights[1:]):
         return "weights:same_for_all_heads", message
     return None
