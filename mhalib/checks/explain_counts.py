@@ -96,6 +96,11 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
             return "count:ratio", (
                 f"{where} is the right one times {_say(monomial)} on every failing case: "
                 f"{_ratio_meaning(monomial)}")
+    for name in names:
+        for ratio, meaning in _near_ratios(name):
+            if all(want and math.isclose(got / want, ratio(named[name]), rel_tol=1e-9)
+                   for _, got, want, named in rows):
+                return "count:ratio", f"{where} {meaning} (on every failing case)."
     for monomial in _monomials(names, TERM_EXPONENTS, TERM_FACTORS):
         terms = [(got - want) / _value(monomial, named) for _, got, want, named in rows]
         constant = _nice(terms[0])
@@ -109,6 +114,23 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
                 meaning = f"misses a term {term}: a part of the count was left out"
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
     return None
+
+
+def _near_ratios(name: str):
+    """Ratios of a count with one size off by one, or with the causal triangle of a square."""
+    return [
+        (lambda s: (s + 1) / s, f"uses {name} + 1 where {name} belongs (an off-by-one: one "
+                                "more token, row or column than the contract counts)"),
+        (lambda s: (s - 1) / s, f"uses {name} - 1 where {name} belongs (an off-by-one: one "
+                                "token, row or column too few)"),
+        (lambda s: (s + 1) ** 2 / s ** 2, f"uses ({name} + 1)^2 where {name}^2 belongs (an "
+                                          "extra row AND column)"),
+        (lambda s: (s + 1) / (2 * s), f"counts the causal triangle, {name} ({name} + 1) / 2 "
+                                      f"pairs, where the contract counts all {name}^2 (dense, "
+                                      "no causal saving)"),
+        (lambda s: (s - 1) / (2 * s), f"counts {name} ({name} - 1) / 2 pairs (a strict "
+                                      f"triangle) where the contract counts all {name}^2"),
+    ]
 
 
 def _ratio_meaning(monomial: dict[str, int]) -> str:

@@ -218,6 +218,29 @@ def _library_mixup(exercise, case, last, line, named):
     return None
 
 
+def _expand(exercise, case, last, line, named):
+    match = re.search(r"expanded size of the tensor \((\d+)\) must match the existing size "
+                      r"\((\d+)\) at non-singleton dimension (\d+)", last)
+    if not match:
+        return None
+    want, have, dim = (int(g) for g in match.groups())
+    return ("expand", f"expand can only stretch axes of size 1, and dimension {dim} has "
+            f"{_say(have, named)} (asked for {_say(want, named)}): insert a new axis of size 1 "
+            "where the copies go (x[:, :, None].expand(B, G, n_rep, N, d)), then reshape, or "
+            "use repeat_interleave.")
+
+
+def _index(exercise, case, last, line, named):
+    match = re.search(r"index (-?\d+) is out of bounds for (?:dimension|axis) (\d+) with size "
+                      r"(\d+)", last)
+    if not match:
+        return None
+    index, axis, size = (int(g) for g in match.groups())
+    return ("index", f"an index your code computed ({index}) is past the end of an axis of "
+            f"{_say(size, named)} entries: check the formula that makes the indices (which size "
+            "it divides or multiplies by, and whether it counts from 0).")
+
+
 def _assertion(exercise, case, last, line, named):
     if not last.startswith("AssertionError"):
         return None
@@ -239,4 +262,4 @@ def _parameters(exercise) -> dict:
 
 
 _RULES = (_library_mixup, _numpy_transpose, _float_size, _none_default, _view, _reshape,
-          _matmul, _broadcast, _dtype, _assertion)
+          _matmul, _expand, _index, _broadcast, _dtype, _assertion)

@@ -179,6 +179,9 @@ class MergeAttentionStates(TorchExercise):
                       degenerate=True),
             TorchCase("equal lse on both sides", _equal_lse(partial_states(rng, (1, 2), 4, 6)),
                       degenerate=True),
+            # float64, both sets present: the shares can be read back from the output
+            TorchCase("float64, 2 heads, 4 queries, d_v 6, lse of a few units",
+                      partial_states(rng, (1, 2), 4, 6), dtype="float64"),
         ]
 
     def call(self, func, case):

@@ -235,8 +235,8 @@ class PagedAttention(TorchExercise):
                 rng, [5, 32, 20], heads=4, groups=4, d=8, page_size=32, max_pages=2),
                 degenerate=True),
             # no more keys than features: the weights can be read back from the output
-            TorchCase("float64, lengths 6 and 3 in pages of 2", paged_inputs(
-                rng, [6, 3], heads=4, groups=2, d=8, page_size=2, max_pages=4),
+            TorchCase("float64, lengths 5 and 2 in pages of 4", paged_inputs(
+                rng, [5, 2], heads=4, groups=2, d=16, page_size=4, max_pages=3),
                 dtype="float64"),
         ]
 

@@ -80,6 +80,9 @@ class SoftmaxBackward(GradientExercise):
                       dtype="bfloat16"),
             TorchCase("uniform weights (every row the same value)",
                       weights_and_grads(rng, (3, 4), spread=0.0)),
+            # float64 rows without zeros: the row term can be read back from the output
+            TorchCase("float64, rows of a softmax, shape (2, 3, 6)",
+                      weights_and_grads(rng, (2, 3, 6)), dtype="float64"),
         ]
 
     def call(self, func, case):
@@ -122,6 +125,29 @@ class SoftmaxBackward(GradientExercise):
 
 # -- attention_backward ----------------------------------------------------------------------
 
+def _backward_changes(model) -> list:
+    """Single changes of attention's backward (issue 22's search): its scale, its mask."""
+    from mhalib.checks.search import Change
+
+    return [
+        Change("scale=d_v", "the scale uses d_v (v's width); the scores are q k^T / sqrt(d) with "
+               "d the width of q and k, in the forward and in grad_q and grad_k",
+               model(scale="d_v")),
+        Change("scale=1/d", "the scale is 1/d instead of 1/sqrt(d) (applied twice, or d for "
+               "sqrt(d)), in the forward and in the gradients", model(scale="1/d")),
+        Change("causal_shift=-1", "the causal mask hides the diagonal: query i may see key j "
+               "<= i + N_k - N_q, its own position included", model(causal_shift=-1)),
+        Change("causal_shift=+1", "the causal mask lets each query see one future key: key j "
+               "is allowed only when j <= i + N_k - N_q", model(causal_shift=1)),
+        Change("mask_fill=-1e9", "masked scores were filled with a finite -1e9: a query that sees "
+               "no key then spreads its weight over the masked keys and passes them gradient; "
+               "fill with -inf and give such rows zero weights", model(mask_fill=-1e9)),
+        Change("mask_in_forward=False", "the mask was applied only in the backward pass (grad_s "
+               "zeroed): p itself must come from the masked scores, or grad_v and the row term "
+               "see the hidden keys", model(mask_in_forward=False)),
+    ]
+
+
 class AttentionBackward(GradientExercise):
     name = "attention_backward"
     assignment = ASSIGNMENT
@@ -158,6 +184,10 @@ class AttentionBackward(GradientExercise):
         with one_thread(), watch_autograd(self.name) as report:
             output = report.run(func, *args, **kwargs)
         return output, self.output_meta(output, report)
+
+    def search_space(self):
+        return _backward_changes(lambda **change: _variant("attention_backward_variant",
+                                                           **change))
 
     def mistakes(self):
         model = lambda **change: _variant("attention_backward_variant", **change)  # noqa: E731

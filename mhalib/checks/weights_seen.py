@@ -241,15 +241,21 @@ def _scale_problem(heads, weights, names) -> tuple[str, str] | None:
 
 
 def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
-    """When this head's values do not explain its output but another value set does."""
-    for head, read in zip(heads, weights_or_none):
-        if read is not None and read[1] <= FIT:
-            continue
+    """When this head's values do not explain its output but another value set does: the
+    sentence whose value set explains the most such heads (all of them when it can)."""
+    misfits = [head for head, read in zip(heads, weights_or_none)
+               if read is None or read[1] > FIT]
+    votes: dict[str, list] = {}
+    for head in misfits:
         for sentence, values, _keys in head.value_options:
             other = read_weights(head.out, values)
-            if other is not None and other[1] <= FIT and (np.nan_to_num(other[0]) > -1e-6).all():
-                return "weights:values", f"{sentence} ({head.label})"
-    return None
+            if other is not None and other[1] <= FIT and (
+                    np.nan_to_num(other[0]) > -1e-6).all():
+                votes.setdefault(sentence, []).append(head.label)
+    if not votes:
+        return None
+    sentence, labels = max(votes.items(), key=lambda item: len(item[1]))
+    return "weights:values", f"{sentence} ({labels[0]})"
 
 
 def diagnose(heads: list[Head], names: dict[str, int], extra_patterns=None,

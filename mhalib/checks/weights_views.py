@@ -103,10 +103,34 @@ def paged_heads(exercise, case, output) -> list[Head]:
                        (f"query head {h} read K/V head {h % k_pages.shape[1]} (h % G, tiled) "
                         f"instead of {g} (h // (H // G))",
                         v_pages[pages, h % k_pages.shape[1], slots % page], None)]
+            options += _length_options(table[b], v_pages[:, g], n, page)
             heads.append(Head(f"sequence {b}, head {h}", q[b, h][None], keys, vals,
                               out[b, h][None], np.ones((1, n), bool),
                               1 / math.sqrt(q.shape[-1]), options))
     return heads
+
+
+def _length_options(row, pages, n, page):
+    """Value sets of the usual length slips: one key too many, the whole last page, every page
+    of the block-table row."""
+    def gathered(count):
+        slots = np.arange(count)
+        return pages[row[slots // page], slots % page]
+    options = []
+    if (n + 1) <= len(row) * page:
+        options.append(("each sequence reads one key too many (t <= seq_len instead of "
+                        "t < seq_len): only the first seq_lens[b] keys belong to it",
+                        gathered(n + 1), None))
+    whole = -(-n // page) * page
+    if whole > n:
+        options.append(("the whole last page is read, slots past the sequence's length "
+                        "included: mask the keys t >= seq_lens[b]", gathered(whole), None))
+    if len(row) * page > whole:
+        options.append(("every page of the block-table row is read, entries past the "
+                        "sequence's pages included: only ceil(seq_len / page_size) pages hold "
+                        "its keys, and only seq_len of their slots", gathered(len(row) * page),
+                        None))
+    return options
 
 
 # -- exercises with projections ---------------------------------------------------------------
@@ -259,7 +283,10 @@ VIEWS = {
 def weights_diagnosis(exercise, recorded) -> tuple[str, str] | None:
     """``(flag, message)`` from the weights read back on the first failing case that allows
     it, or None."""
-    view = VIEWS.get(exercise.name)
+    from mhalib.checks.readback_rope import READERS as ROPE
+    from mhalib.checks.readback_rows import READERS as ROWS
+
+    view = VIEWS.get(exercise.name) or ROWS.get(exercise.name) or ROPE.get(exercise.name)
     if view is None:
         return None
     for case, result in recorded:

@@ -54,7 +54,9 @@ def softmax_backward_variant(weights, grad_weights, *, row="weighted", axis=-1, 
 def attention_backward_variant(q, k, v, grad_out, causal=False, *, scale_q=True,
                                scale_k=True, scale_scores=True, transpose_p=True,
                                transpose_grad_s=True, row="weighted", causal_mode="right",
-                               nan_empty_rows=False, softmax_dim=-1, order="qkv"):
+                               nan_empty_rows=False, softmax_dim=-1, order="qkv",
+                               scale=None, causal_shift=0, mask_fill=-math.inf,
+                               mask_in_forward=True):
     """(grad_q, grad_k, grad_v) of softmax(q k^T / sqrt(d)) v, with knobs.
 
     ``scale_q``/``scale_k``: the 1/sqrt(d) in grad_q / grad_k; ``scale_scores``: the scale in
@@ -63,18 +65,26 @@ def attention_backward_variant(q, k, v, grad_out, causal=False, *, scale_q=True,
     gradient's row term as in :func:`softmax_backward_variant` ("queries": summed over the
     query axis); ``causal_mode``: "right" (bottom-right), "top_left", "none" (the mask
     forgotten); ``nan_empty_rows``: rows with no visible key give NaN; ``softmax_dim`` -2:
-    p normalised over the queries; ``order``: the returned order ("kqv" swaps grad_q, grad_k).
+    p normalised over the queries; ``order``: the returned order ("kqv" swaps grad_q, grad_k);
+    ``scale``: another factor than 1/sqrt(d) everywhere (``"d_v"``: 1/sqrt(d_v), ``"1/d"``,
+    a number: that factor); ``causal_shift``: -1 hides the diagonal, +1 shows one future key;
+    ``mask_fill``: a finite fill (-1e9) instead of -inf; ``mask_in_forward`` False: p from the
+    unmasked scores, only grad_s zeroed where the mask hides a key.
     """
     import torch
 
     n_q, d = q.shape[-2], q.shape[-1]
     n_k = k.shape[-2]
-    scale = 1.0 / math.sqrt(d)
+    scale = (1.0 / math.sqrt(d) if scale is None else
+             1.0 / math.sqrt(v.shape[-1]) if scale == "d_v" else 1.0 / d if scale == "1/d"
+             else float(scale))
     scores = q @ k.transpose(-2, -1) * (scale if scale_scores else 1.0)  # (..., N_q, N_k)
+    allowed = None
     if causal and causal_mode != "none":
-        offset = 0 if causal_mode == "top_left" else n_k - n_q
+        offset = (0 if causal_mode == "top_left" else n_k - n_q) + causal_shift
         allowed = torch.ones(n_q, n_k, dtype=torch.bool).tril(offset)
-        scores = scores.masked_fill(~allowed, -math.inf)
+        if mask_in_forward:
+            scores = scores.masked_fill(~allowed, mask_fill)
     if nan_empty_rows:
         p = torch.softmax(scores, dim=softmax_dim)
     else:
@@ -85,6 +95,8 @@ def attention_backward_variant(q, k, v, grad_out, causal=False, *, scale_q=True,
         grad_s = p * (grad_p - (grad_p * p).sum(dim=-2, keepdim=True))
     else:
         grad_s = softmax_backward_variant(p, grad_p, row=row)
+    if allowed is not None and not mask_in_forward:
+        grad_s = grad_s.masked_fill(~allowed, 0.0)
     grad_q = grad_s @ k * (scale if scale_q else 1.0)
     grad_k = (grad_s.transpose(-2, -1) if transpose_grad_s else grad_s) @ q * (
         scale if scale_k else 1.0)
