@@ -149,7 +149,11 @@ class Exercise:
         """Call the learner's function on one case; returns (output, measured work). A numpy
         exercise notes a torch tensor in the output (the lesson's contract is np.ndarray)."""
         output = func(*case.args, **case.kwargs)
-        return output, ({"torch_output": True} if _holds_torch(output) else {})
+        meta = {"torch_output": True} if _holds_torch(output) else {}
+        numpy_scalar = _numpy_scalar(output)
+        if numpy_scalar:
+            meta["numpy_scalar"] = numpy_scalar  # recorded as a plain number: say so here
+        return output, meta
 
     # -- judge side ----------------------------------------------------------------------------
     def expected(self, case: Case):
@@ -185,6 +189,15 @@ class Exercise:
         if difference(self.expected(case), wrong, self.rtol, self.atol) is None:
             return False  # this mistake makes no difference on this case
         return difference(wrong, nan_where_empty(wrong, received), self.rtol, self.atol) is None
+
+
+def _numpy_scalar(output) -> str | None:
+    """The type name of a numpy scalar in ``output`` (a number, or a dict of them), else None."""
+    values = output.values() if isinstance(output, dict) else (output,)
+    for value in values:
+        if isinstance(value, np.generic) and not isinstance(value, np.bool_):
+            return type(value).__name__
+    return None
 
 
 def _holds_torch(output) -> bool:

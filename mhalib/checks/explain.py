@@ -33,6 +33,7 @@ from mhalib.checks.explain_forms import explain_form
 from mhalib.checks.explain_sizes import factor_name, names_of, say_size  # noqa: F401
 
 FLOAT_COUNT = "is the float"
+NUMPY_COUNT = "is a numpy scalar"
 
 
 def float_count_problem(received) -> str | None:
@@ -50,7 +51,8 @@ def float_count_problem(received) -> str | None:
 
 def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | None:
     """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module)."""
-    if failures and all(FLOAT_COUNT in problem for _, problem in failures):
+    if failures and all(FLOAT_COUNT in problem or NUMPY_COUNT in problem
+                        for _, problem in failures):
         return "contract:plain_int", failures[0][1] + "."
     from mhalib.checks.judge import WRONG_LIBRARY
 

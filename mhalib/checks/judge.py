@@ -11,7 +11,7 @@ from collections import Counter
 
 from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Refusal
-from mhalib.checks.explain import explain_failures, float_count_problem
+from mhalib.checks.explain import NUMPY_COUNT, explain_failures, float_count_problem
 from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
 
@@ -58,6 +58,11 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             problem = f"could not compare the output ({type(error).__name__}: {error})"
         if problem is None and getattr(exercise, "int_counts", False):
             problem = float_count_problem(result.get("output"))
+            kind = (result.get("meta") or {}).get("numpy_scalar")
+            if problem is None and kind and not kind.startswith("float"):
+                problem = (f"the count {NUMPY_COUNT} ({kind}), not "
+                           "a plain Python int: wrap it in int(...) (numpy integers wrap around "
+                           "silently past 2**63 - 1, where Python's ints grow)")
         library = _library_problem(result.get("meta") or {})
         problem = library or problem
         if problem is None:

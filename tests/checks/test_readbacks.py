@@ -233,3 +233,16 @@ def split_heads_asserted(x, num_heads):
 def test_library_and_api_slips_are_explained(exercise, func, flag, words):
     flags, diagnosis = flagged(exercise, func)
     assert flag in flags and words in diagnosis, (flags, diagnosis)
+
+
+def mha_flops_in_numpy_integers(seq_len, d_model):
+    n, d = np.int64(seq_len), np.int64(d_model)
+    counts = {"qkv_projections": 6 * n * d * d, "scores": 2 * n * n * d,
+              "weighted_sum": 2 * n * n * d, "output_projection": 2 * n * d * d}
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def test_numpy_integer_counts_are_refused_though_their_values_are_right():
+    flags, diagnosis = flagged("mha_flops", mha_flops_in_numpy_integers)
+    assert "contract:plain_int" in flags and "numpy scalar (int64)" in diagnosis, diagnosis
