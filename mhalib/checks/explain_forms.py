@@ -105,9 +105,10 @@ def _shape(want, got, path, named):
                 "order (a transpose missing, or one too many).")
     if len(got) == len(want):
         wrong = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
-        parts = [f"axis {i} has 1 entry where it should have {_say(want[i], named)}: only "
-                 "one result along it was kept (the last step's, or a sum or mean over it); "
-                 "return one per position" if got[i] == 1 else
+        parts = [f"axis {i} has 1 entry where it should have {_say(want[i], named)}: either "
+                 "its size was computed from another axis or argument, or only one result "
+                 "along it was kept (the last step's, or a sum or mean over it)" if got[i] == 1
+                 else
                  f"axis {i} has {_say(got[i], named)} where it should have "
                  f"{_say(want[i], named)}" for i in wrong]
         same = int(np.prod(got)) == int(np.prod(want))

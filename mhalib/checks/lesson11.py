@@ -103,9 +103,12 @@ class DecodeAttentionIntensity(CountSearch, Exercise):
             WrongAnswer("keys_only", "the bytes count only the cached keys: the step reads the "
                         "values too, so the cache traffic is 2 * B * G * N * d * "
                         "bytes_per_element.", wrong(tensors=1)),
-            WrongAnswer("per_query_head", "the bytes were counted per query head (H), but "
-                        "query heads of one group share their K/V head, which is read once: "
-                        "count num_kv_heads (G) heads of K and V.", per_query_head),
+            WrongAnswer("per_query_head", "the intensity is num_kv_heads / num_heads (G/H) of "
+                        "the right one: either the bytes count every query head (H), though "
+                        "the query heads of a group share one K/V head, read once (count G "
+                        "heads of K and V), or the FLOPs count only the G K/V heads, though "
+                        "every query head (H) computes its own scores and weighted sum.",
+                        per_query_head),
             WrongAnswer("bits_not_bytes", "the traffic was counted in bits (8 times the "
                         "bytes): intensity is FLOPs per byte.", wrong(bits=8)),
             WrongAnswer("scores_flops_only", "the FLOPs are half the right count: either only "
