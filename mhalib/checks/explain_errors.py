@@ -124,6 +124,14 @@ def _matmul(exercise, case, last, line, named):
             f"{got_inner}): the two operands' vectors have different "
             "widths; a head width computed from another tensor (or a split into another number "
             "of heads) makes one of them narrower")
+    shapes = re.search(_MATMUL[1], last)
+    if shapes:
+        inner_left, inner_right = int(shapes.group(2)), int(shapes.group(3))
+        return "matmul", (
+            f"a matrix product's left operand has {_say(inner_left, named)} columns where the "
+            f"right one has {_say(inner_right, named)} rows: a tensor of width {inner_left} was "
+            f"multiplied where one of width {inner_right} belongs (is it the right input for this "
+            "projection, e.g. x or the latent, and the right weight?)")
     numbers = re.search(_MATMUL[0], last)
     sizes = ""
     if numbers:

@@ -252,6 +252,7 @@ def _correct_split(x, num_heads):
 
 class MultiHeadAttention(Exercise):
     name = "multi_head_attention"
+    axes = {"x": "B N d_model"}  # the case's sizes by name (diagnoses)
     assignment = "02-multi-head"
     answer_key_names = MHA_KEYS
 

@@ -110,6 +110,13 @@ def gqa_inputs(rng, batch, n, d_model, num_heads, num_kv_heads):
 
 class GroupedQueryAttention(TorchExercise):
     name = "grouped_query_attention"
+    axes = {  # the case's sizes by name (diagnoses)
+        "x": "B N d_model",
+        "w_q": "d_model d_model",
+        "w_k": "d_model G*d_head",
+        "w_v": "d_model G*d_head",
+        "w_o": "d_model d_model",
+    }
     assignment = "06-gqa"
     answer_key_names = ("attend", "tiled_attention", "flash_attention")
 
@@ -340,6 +347,13 @@ def _cases_batch_and_length(case) -> tuple[int, int]:
 
 class DecodeWithCache(MeasuredExercise):
     name = "decode_with_cache"
+    axes = {  # the case's sizes by name (diagnoses)
+        "x": "B N d_model",
+        "w_q": "d_model d_model",
+        "w_k": "d_model G*d_head",
+        "w_v": "d_model G*d_head",
+        "w_o": "d_model d_model",
+    }
     assignment = "06-gqa"
     answer_key_names = ("attend", "tiled_attention", "flash_attention",
                         "grouped_query_attention")

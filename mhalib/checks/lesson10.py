@@ -220,6 +220,14 @@ def mla_inputs(rng, batch, n, d_model, num_heads, d_head, d_c):
 
 class MLAAttention(TorchExercise):
     name = "mla_attention"
+    axes = {  # the case's sizes by name (diagnoses)
+        "x": "B N d_model",
+        "w_dkv": "d_model d_c",
+        "w_uk": "d_c H*d_head",
+        "w_uv": "d_c H*d_head",
+        "w_q": "d_model H*d_head",
+        "w_o": "H*d_head d_model",
+    }
     assignment = "10-mla"
     answer_key_names = ("attend", "tiled_attention", "flash_attention",
                         "grouped_query_attention", "absorbed_mla_attention",
@@ -248,6 +256,9 @@ class MLAAttention(TorchExercise):
             TorchCase("bfloat16, causal=False", mla_inputs(rng, 1, 5, 16, 2, 8, 8),
                       {"causal": False}, dtype="bfloat16"),
             TorchCase("a single token", mla_inputs(rng, 2, 1, 16, 4, 4, 8), degenerate=True),
+            # fewer tokens than a head is wide: the weights can be read back from the output
+            TorchCase("float64, 2 heads of 8 (width 16 < d_model 32), latent 12, 6 tokens",
+                      mla_inputs(rng, 1, 6, 32, 2, 8, 12), dtype="float64"),
         ]
 
     def mistakes(self):
@@ -305,6 +316,12 @@ def absorb_inputs(rng, d_model, num_heads, d_head, d_c):
 
 class AbsorbMLAWeights(TorchExercise):
     name = "absorb_mla_weights"
+    axes = {  # the case's sizes by name (diagnoses)
+        "w_uk": "d_c H*d_head",
+        "w_uv": "d_c H*d_head",
+        "w_q": "d_model H*d_head",
+        "w_o": "H*d_head d_model",
+    }
     assignment = "10-mla"
     answer_key_names = ("mla_rope_decode",)
 

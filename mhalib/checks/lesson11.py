@@ -381,6 +381,7 @@ PHYSICAL_LABEL = f"N = {PHYSICAL_N} tokens, d_model = 4, one head, chunks of 64,
 
 class ChunkedPrefill(MeasuredExercise):
     name = "chunked_prefill"
+    axes = {"x": "B N d_model"}  # the case's sizes by name (diagnoses)
     assignment = "11-serving"
     answer_key_names = ATTENTION_KEYS
     left_torch_problem = ("the tensors left torch while it ran (.numpy(), np.asarray, .tolist() "

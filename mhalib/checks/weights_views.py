@@ -53,6 +53,18 @@ def _split(t: np.ndarray, heads: int) -> np.ndarray:
     return t.reshape(n, heads, width // heads).transpose(1, 0, 2)
 
 
+def _strided(t: np.ndarray, heads: int) -> np.ndarray:
+    """(N, heads * d) -> (heads, N, d) with head h holding columns h, h + heads, ... (a split
+    by a (d, heads) reshape: the slip)."""
+    n, width = t.shape
+    return t.reshape(n, width // heads, heads).transpose(2, 0, 1)
+
+
+STRIDED = ("head {h} averages the value columns {h}, {h} + H, {h} + 2H, ... (every H-th "
+           "column): the heads were split with a (d_head, num_heads) reshape; head h owns the "
+           "contiguous block h * d_head:(h + 1) * d_head, a (num_heads, d_head) reshape")
+
+
 # -- exercises given q, k, v per head ---------------------------------------------------------
 
 def online_softmax_heads(exercise, case, output) -> list[Head]:
@@ -146,6 +158,7 @@ def _projected_heads(x, w_q, w_k, w_v, merged, num_heads, num_kv_heads, causal):
         q = _split(x[b] @ w_q, num_heads)
         k = _split(x[b] @ w_k, num_kv_heads)
         v = _split(x[b] @ w_v, num_kv_heads)
+        strided = _strided(x[b] @ w_v, num_kv_heads)
         out = _split(merged[b], num_heads)
         n = x.shape[1]
         allowed = _causal(n, n) if causal else np.ones((n, n), bool)
@@ -156,6 +169,7 @@ def _projected_heads(x, w_q, w_k, w_v, merged, num_heads, num_kv_heads, causal):
                         v[other], k[other]) for other in range(num_kv_heads) if other != g]
             options.append(("the output is a weighted sum of the KEYS: the keys and values were "
                             "swapped (w_k used for the values)", k[g], None))
+            options.append((STRIDED.format(h=g), strided[g], None))
             heads.append(Head(f"batch {b}, head {h}", q[h], k[g], v[g], out[h], allowed,
                               1 / math.sqrt(d_head), options))
     return heads
@@ -260,6 +274,52 @@ def prefill_view(exercise, case, output):
                            lambda v: int(v["num_heads"]), extra=chunks, same=SAME)
 
 
+def mla_view(exercise, case, output):
+    """mla_attention: queries x @ w_q, keys c @ w_uk and values c @ w_uv per head, c = x @ w_dkv;
+    the output read through a left inverse of w_o (H * d_head <= d_model)."""
+    values = _inputs(exercise, case)
+    out = _array(output)
+    if values is None or out is None or out.shape != values["x"].shape:
+        return None
+    x, w_o = values["x"], values["w_o"]
+    num_heads = int(values["num_heads"])
+    width, d_model = w_o.shape
+    if width > d_model or width % num_heads:
+        return None
+    d_head = width // num_heads
+    c = x @ values["w_dkv"]
+    allowed_all = np.ones((x.shape[1], x.shape[1]), bool)
+    allowed = _causal(x.shape[1], x.shape[1]) if values.get("causal", True) else allowed_all
+    names = {"d_head": d_head, "d_model": d_model, "d_c": c.shape[-1],
+             "d_model / num_heads": d_model // num_heads, "num_heads": num_heads}
+    readings = [("", out @ np.linalg.pinv(w_o))]
+    if width == d_model:
+        readings.append(("no_output_projection", out))
+    for reading, merged in readings:
+        heads = []
+        for b in range(x.shape[0]):
+            q = _split(x[b] @ values["w_q"], num_heads)  # (H, N, d_head)
+            k = _split(c[b] @ values["w_uk"], num_heads)
+            v = _split(c[b] @ values["w_uv"], num_heads)
+            o = _split(merged[b], num_heads)
+            strided = _strided(c[b] @ values["w_uv"], num_heads)
+            for h in range(num_heads):
+                heads.append(Head(f"batch {b}, head {h}", q[h], k[h], v[h], o[h], allowed,
+                                  1 / math.sqrt(d_head),
+                                  [(STRIDED.format(h=h), strided[h], None),
+                                   ("the output is a weighted sum of the KEYS (c @ w_uk): the "
+                                    "values must come from c @ w_uv", k[h], None)]))
+        found, fits = diagnose(heads, names, None, SAME), _fits_all(heads)
+        if not reading:
+            if found or fits:
+                return found
+            continue
+        if fits:
+            return ("weights:no_output_projection", "your output is the merged heads "
+                    "themselves: the output projection (@ w_o) is missing")
+    return None
+
+
 def _heads_view(heads_of):
     def view(exercise, case, output):
         heads = heads_of(exercise, case, output)
@@ -277,6 +337,7 @@ VIEWS = {
     "decode_with_cache": decode_view,
     "chunked_prefill": prefill_view,
     "multi_head_attention": mha_view,
+    "mla_attention": mla_view,
 }
 
 

@@ -2,8 +2,6 @@
 
 import math
 
-import numpy as np
-
 
 # -- mha_flops: wrong ----------------------------------------------------------------------------
 def flops_mac_as_one(seq_len, d_model):
@@ -84,14 +82,6 @@ def flops_per_head_loop(seq_len, d_model):
 
 def flops_floats(seq_len, d_model):
     return {key: float(value) for key, value in flops_by_formula(seq_len, d_model).items()}
-
-
-def flops_numpy_ints(seq_len, d_model):
-    n, d = np.int64(seq_len), np.int64(d_model)
-    parts = {"qkv_projections": 6 * n * d * d, "scores": 2 * n * n * d,
-             "weighted_sum": 2 * n * n * d, "output_projection": 2 * n * d * d}
-    parts["total"] = sum(parts.values())
-    return parts
 
 
 # -- crossover_seq_len ---------------------------------------------------------------------------
@@ -251,7 +241,7 @@ WRONG = {
 }
 
 RIGHT = {
-    "mha_flops": [flops_by_formula, flops_per_head_loop, flops_numpy_ints],
+    "mha_flops": [flops_by_formula, flops_per_head_loop],
     "crossover_seq_len": [crossover_twice, crossover_solved, crossover_search],
     "mha_param_count": [params_formula, params_by_shapes, params_torch],
 }
