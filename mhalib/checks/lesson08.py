@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.exercise import WrongAnswer
+from mhalib.checks.readback_positions import CODED_LABEL, coded_weights
 from mhalib.checks.slips import WrongAnswers
 from mhalib.checks.torch_exercise import TorchCase, TorchExercise, exact_inputs
 
@@ -88,6 +89,8 @@ class PreviousTokenScore(TorchExercise):
                       (planted_patterns(rng, 32, [-1, 0, None, 2]),), dtype="float16"),
             TorchCase("bfloat16, 4 heads, N=10",
                       (planted_patterns(rng, 10, [None, -1, 1, 0]),), dtype="bfloat16"),
+            # each entry a distinct power of 2: the score says which entries it averaged
+            TorchCase(CODED_LABEL, (coded_weights(6),), dtype="float64"),
         ]
 
     def mistakes(self):
@@ -153,6 +156,8 @@ class InductionScore(TorchExercise):
             TorchCase("float64, period 16", (induction_patterns(rng, 16), 16), dtype="float64"),
             TorchCase("float16, period 12", (induction_patterns(rng, 12), 12), dtype="float16"),
             TorchCase("bfloat16, period 4", (induction_patterns(rng, 4), 4), dtype="bfloat16"),
+            # each entry a distinct power of 2: the score says which entries it averaged
+            TorchCase(CODED_LABEL, (coded_weights(6), 3), dtype="float64"),
         ]
 
     def mistakes(self):

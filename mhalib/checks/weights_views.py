@@ -344,10 +344,12 @@ VIEWS = {
 def weights_diagnosis(exercise, recorded) -> tuple[str, str] | None:
     """``(flag, message)`` from the weights read back on the first failing case that allows
     it, or None."""
+    from mhalib.checks.readback_positions import READERS as POSITIONS
     from mhalib.checks.readback_rope import READERS as ROPE
     from mhalib.checks.readback_rows import READERS as ROWS
 
-    view = VIEWS.get(exercise.name) or ROWS.get(exercise.name) or ROPE.get(exercise.name)
+    view = (VIEWS.get(exercise.name) or ROWS.get(exercise.name) or ROPE.get(exercise.name)
+            or POSITIONS.get(exercise.name))
     if view is None:
         return None
     for case, result in recorded:

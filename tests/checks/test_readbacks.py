@@ -246,3 +246,27 @@ def mha_flops_in_numpy_integers(seq_len, d_model):
 def test_numpy_integer_counts_are_refused_though_their_values_are_right():
     flags, diagnosis = flagged("mha_flops", mha_flops_in_numpy_integers)
     assert "contract:plain_int" in flags and "numpy scalar (int64)" in diagnosis, diagnosis
+
+
+def previous_token_block_mean(weights):
+    return weights[:, 1:, :-1].mean(dim=(-2, -1))
+
+
+def induction_without_last_query(weights, period):
+    rows = range(period, 2 * period - 1)
+    return torch.stack([weights[:, i, i - period + 1] for i in rows], dim=-1).mean(-1)
+
+
+@pytest.mark.parametrize("exercise, func, words", [
+    ("previous_token_score", previous_token_block_mean, "the whole block of queries 1..5"),
+    ("induction_score", induction_without_last_query, "for queries i = 3..4"),
+])
+def test_a_head_score_says_which_weights_it_averaged(exercise, func, words):
+    flags, diagnosis = flagged(exercise, func)
+    assert "readback:entries" in flags and words in diagnosis, diagnosis
+
+
+def test_a_coincidence_in_one_code_is_not_read_as_entries():
+    from mhalib.checks.readback_positions import read_positions
+
+    assert read_positions([0.3, 0.7], 6) is None  # no set of entries explains both heads
