@@ -23,11 +23,11 @@ Every function here returns ``(flag, message)`` or None and never raises.
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import numpy as np
 
+from mhalib.checks.case_inputs import sizes
 from mhalib.checks.explain_errors import explain_error
 from mhalib.checks.explain_forms import explain_form
 from mhalib.checks.explain_sizes import factor_name, names_of, say_size  # noqa: F401
@@ -54,7 +54,7 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
     if failures and all(FLOAT_COUNT in problem or NUMPY_COUNT in problem
                         for _, problem in failures):
         return "contract:plain_int", failures[0][1] + "."
-    from mhalib.checks.judge import WRONG_LIBRARY
+    from mhalib.checks.library_contract import WRONG_LIBRARY
 
     wrong_library = [(label, problem) for label, problem in failures if WRONG_LIBRARY in problem]
     if wrong_library:  # true whatever else is wrong, and the first thing to fix
@@ -136,9 +136,9 @@ def _from_count_terms(exercise, recorded):
 
 
 def _from_weights(exercise, recorded):
-    from mhalib.checks.weights_views import weights_diagnosis
+    from mhalib.checks.readbacks import readback_diagnosis
 
-    return weights_diagnosis(exercise, recorded)
+    return readback_diagnosis(exercise, recorded)
 
 
 def _from_properties(exercise, recorded):
@@ -150,56 +150,6 @@ def _from_properties(exercise, recorded):
     if not properties or not recorded:
         return None
     return first_broken(exercise, properties, recorded)
-
-
-# -- the case's sizes, by name -----------------------------------------------------------------
-
-def sizes(exercise, case) -> dict[str, int]:
-    """Named sizes of a case: its int arguments, the axes of its array arguments (by the
-    exercise's ``axes`` names, e.g. ``{"x": "B N d_model"}``, else ``x.shape[i]``) and the
-    exercise's ``derived_sizes(values)`` (e.g. ``d_head``)."""
-    names = _parameter_names(exercise)
-    values = case.arguments(names, _defaults(exercise)) if names else dict(enumerate(case.args))
-    found: dict[str, int] = {}
-    axes = getattr(exercise, "axes", {})
-    for name, value in values.items():
-        if isinstance(value, (bool, np.bool_)):
-            continue
-        if isinstance(value, (int, np.integer)):
-            found.setdefault(str(name), int(value))
-        elif isinstance(value, np.ndarray):
-            labels = axes.get(name, "").split()
-            for i, size in enumerate(value.shape):
-                label = labels[i] if i < len(labels) else f"{name}.shape[{i}]"
-                found.setdefault(label, int(size))
-    derived = getattr(exercise, "derived_sizes", None)
-    if derived is not None:
-        try:
-            found.update(derived(found))
-        except Exception:
-            pass
-    return found
-
-
-def _defaults(exercise) -> dict:
-    """The answer key's default arguments (``{"batch_size": 1, ...}``), or {}."""
-    try:
-        from mhalib.checks.answer_key import answer_key
-
-        return {name: p.default for name, p in
-                inspect.signature(answer_key(exercise.name)).parameters.items()
-                if p.default is not inspect.Parameter.empty}
-    except Exception:
-        return {}
-
-
-def _parameter_names(exercise) -> tuple[str, ...]:
-    try:
-        from mhalib.checks.answer_key import answer_key
-
-        return tuple(inspect.signature(answer_key(exercise.name)).parameters)
-    except Exception:
-        return ()
 
 
 def number_in(text: str) -> list[int]:

@@ -73,7 +73,7 @@ def _number(value) -> bool:
 def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
     """``(flag, message)`` for the failing count cases ``recorded`` ((case, result) pairs with
     an output), or None."""
-    from mhalib.checks.explain import sizes
+    from mhalib.checks.case_inputs import sizes
 
     rows = []  # (key, got, want, sizes)
     for case, result in recorded:

@@ -12,6 +12,7 @@ from collections import Counter
 from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Refusal
 from mhalib.checks.explain import NUMPY_COUNT, explain_failures, float_count_problem
+from mhalib.checks.library_contract import library_problem
 from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
 
@@ -63,7 +64,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
                 problem = (f"the count {NUMPY_COUNT} ({kind}), not "
                            "a plain Python int: wrap it in int(...) (numpy integers wrap around "
                            "silently past 2**63 - 1, where Python's ints grow)")
-        library = _library_problem(result.get("meta") or {})
+        library = library_problem(result.get("meta") or {})
         problem = library or problem
         if problem is None:
             continue
@@ -120,22 +121,6 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
-
-
-WRONG_LIBRARY = "but your function returned"
-
-
-def _library_problem(meta: dict) -> str | None:
-    """The contract's library broken: a torch tensor from a numpy lesson, a numpy array from a
-    torch lesson (the values may even be right)."""
-    if meta.get("torch_output"):
-        return (f"this is a numpy lesson (np.ndarray in and out), {WRONG_LIBRARY} a "
-                "torch.Tensor: build the result with numpy, or return t.numpy()")
-    if meta.get("output_kind") == "ndarray":
-        return (f"this is a torch lesson (torch.Tensor in and out), {WRONG_LIBRARY} a numpy "
-                "array: keep the computation in torch (a numpy round trip also fails for "
-                "bfloat16 and for tensors on a GPU)")
-    return None
 
 
 def _named_mistakes(mistakes, votes: Counter[str], recorded_failures: int) -> list[str]:

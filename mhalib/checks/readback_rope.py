@@ -22,12 +22,12 @@ _DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 def _values(exercise, case):
-    from mhalib.checks.explain import _defaults, _parameter_names
+    from mhalib.checks.case_inputs import named_inputs
 
     dtype = _DTYPES.get(getattr(case, "dtype", "float32"))
     if dtype is None:
         return None
-    values = case.arguments(_parameter_names(exercise), _defaults(exercise))
+    values = named_inputs(exercise, case)
     return {k: (np.asarray(v, dtype=dtype).astype(np.float64)
                 if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v)
             for k, v in values.items()}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhalib.checks.weights_views import _inputs
+from mhalib.checks.case_inputs import float64_inputs as _inputs
 
 CLOSE = 1e-6
 

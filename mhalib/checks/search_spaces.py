@@ -57,7 +57,7 @@ def _factors(named: dict[str, int]) -> list[tuple[str, str]]:
 
 
 def _value(exercise, case, name: str) -> int:
-    from mhalib.checks.explain import sizes
+    from mhalib.checks.case_inputs import sizes
 
     return int(name) if name.isdigit() else sizes(exercise, case)[name]
 
@@ -66,7 +66,7 @@ def count_changes(exercise, case) -> list[Change]:
     """The single-factor changes of ``exercise``'s count, named from ``case``'s sizes (one per
     factor, direction and dict entry); each change reads the factor's value from the case it is
     evaluated on. Messages say which factor is missing or one too many."""
-    from mhalib.checks.explain import sizes
+    from mhalib.checks.case_inputs import sizes
 
     right = exercise.expected(case)
     keys = [None, *right] if isinstance(right, dict) else [None]

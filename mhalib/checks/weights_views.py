@@ -13,26 +13,8 @@ import math
 
 import numpy as np
 
+from mhalib.checks.case_inputs import float64_inputs as _inputs
 from mhalib.checks.weights_seen import Head, Pattern, diagnose
-
-_ROUND = {"float64": np.float64}  # float32 outputs are too coarse to tell a 0 weight
-
-
-def _inputs(exercise, case) -> dict | None:
-    """The case's arguments by name, float arrays as float64; None unless the case is float64
-    (in a coarser output a masked key's 0 weight cannot be told from a small one)."""
-    from mhalib.checks.explain import _defaults, _parameter_names
-
-    dtype = getattr(case, "dtype", "float64")
-    if dtype not in _ROUND:
-        return None
-    values = case.arguments(_parameter_names(exercise), _defaults(exercise))
-    if any(isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.dtype != np.float64
-           for v in values.values()):
-        return None
-    return {name: (np.asarray(v, dtype=_ROUND[dtype]).astype(np.float64)
-                   if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v)
-            for name, v in values.items()}
 
 
 def _causal(n_q: int, n_k: int) -> np.ndarray:
@@ -339,26 +321,3 @@ VIEWS = {
     "multi_head_attention": mha_view,
     "mla_attention": mla_view,
 }
-
-
-def weights_diagnosis(exercise, recorded) -> tuple[str, str] | None:
-    """``(flag, message)`` from the weights read back on the first failing case that allows
-    it, or None."""
-    from mhalib.checks.readback_positions import READERS as POSITIONS
-    from mhalib.checks.readback_rope import READERS as ROPE
-    from mhalib.checks.readback_rows import READERS as ROWS
-
-    view = (VIEWS.get(exercise.name) or ROWS.get(exercise.name) or ROPE.get(exercise.name)
-            or POSITIONS.get(exercise.name))
-    if view is None:
-        return None
-    for case, result in recorded:
-        if getattr(case, "must_raise", ""):
-            continue
-        try:
-            found = view(exercise, case, result.get("output"))
-        except Exception:  # noqa: BLE001 - a diagnosis never crashes the judge
-            found = None
-        if found:
-            return found[0], f"{found[1]} (case '{case.label}')"
-    return None
