@@ -31,3 +31,48 @@ def playwright_driver():
         yield driver
     finally:
         driver.stop()
+
+
+# -- one worker per costly shared fixture ------------------------------------------------------
+# Under ``--dist loadgroup`` a test without an xdist group is scheduled on its own, so the tests
+# that share a module- or session-scoped fixture were spread over both workers, and each worker
+# built the fixture (the catalogue's ``mhalib grade`` run, the assessed releases of every
+# lesson, the Triton compiles...): the same minutes of work twice. Every test that uses one of
+# these fixtures joins the fixture's group, so one worker builds it once. Keyed on where the
+# fixture is defined (pytest's baseid: the conftest's folder or the test module) and its name;
+# a test that already names a group keeps it. tests/test_suite_setup.py checks every key still
+# names a fixture and every test using it got the group.
+SHARED_FIXTURE_GROUPS = {
+    "tests/grading::catalogue_run": "catalogue_run",
+    "tests/classroom/report::demo_course": "report_demo_course",
+    "tests/classroom/report::synthetic": "report_synthetic",
+    "tests/quiz/test_no_key_leak.py::releases": "no_key_leak",
+    "tests/kernels/test_triton_compile.py::compiled": "triton_compile",
+    "tests/kernels/test_triton_interpret.py::interpreted_runs": "triton_interpret",
+    "tests/induction/test_core_training.py::runs": "induction_runs",
+    "tests/bench/test_runner.py::rows": "bench_rows",
+    "tests/commands/test_report.py::course": "report_command_course",
+}
+
+
+def shared_fixture_group(item) -> str | None:
+    """The group of the first costly shared fixture (in SHARED_FIXTURE_GROUPS order) ``item``
+    uses, directly or through another fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for key, group in SHARED_FIXTURE_GROUPS.items():
+        baseid, name = key.rsplit("::", 1)
+        if any(d.baseid == baseid for d in info.name2fixturedefs.get(name, ())):
+            return group
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks into the node ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = shared_fixture_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
