@@ -31,3 +31,85 @@ def playwright_driver():
         yield driver
     finally:
         driver.stop()
+
+
+# -- one worker per costly shared fixture ------------------------------------------------------
+# Under ``--dist loadgroup`` a test without an xdist group is scheduled on its own, so the tests
+# that share a module- or session-scoped fixture were spread over both workers, and each worker
+# built the fixture (the catalogue's ``mhalib grade`` run, the assessed releases of every
+# lesson, the Triton compiles...): the same minutes of work twice. Every test that uses one of
+# these fixtures joins the fixture's group, so one worker builds it once. Keyed on where the
+# fixture is defined (pytest's baseid: the conftest's folder or the test module) and its name;
+# a test that already names a group keeps it. tests/test_suite_setup.py checks every key still
+# names a fixture and every test using it got the group.
+SHARED_FIXTURE_GROUPS = {
+    "tests/grading::catalogue_run": "catalogue_run",
+    "tests/classroom/report::demo_course": "report_demo_course",
+    "tests/classroom/report::synthetic": "report_synthetic",
+    "tests/quiz/test_no_key_leak.py::releases": "no_key_leak",
+    "tests/kernels/test_triton_compile.py::compiled": "triton_compile",
+    "tests/kernels/test_triton_interpret.py::interpreted_runs": "triton_interpret",
+    "tests/induction/test_core_training.py::runs": "induction_runs",
+    "tests/bench/test_runner.py::rows": "bench_rows",
+    "tests/commands/test_report.py::course": "report_command_course",
+}
+
+
+def shared_fixture_group(item) -> str | None:
+    """The group of the first costly shared fixture (in SHARED_FIXTURE_GROUPS order) ``item``
+    uses, directly or through another fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for key, group in SHARED_FIXTURE_GROUPS.items():
+        baseid, name = key.rsplit("::", 1)
+        if any(d.baseid == baseid for d in info.name2fixturedefs.get(name, ())):
+            return group
+    return None
+
+
+def _group_of(item) -> str | None:
+    """The scope name pytest-xdist gives a grouped test (its group names, sorted and joined)."""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    return "_".join(names) or None
+
+
+def _loadgroup(config) -> bool:
+    return getattr(config.option, "dist", None) == "loadgroup"
+
+
+# -- the order in which --dist loadgroup hands out work -----------------------------------------
+# pytest-xdist hands out work units (a group, or one ungrouped test) in the order of a queue and
+# by default sorts that queue by the number of tests in each unit. The groups still come first
+# here, largest first, as xdist would put them; among the ungrouped tests, those marked ``slow``
+# come next, ahead of the quick ones: a 100 s test handed out last kept one worker busy alone
+# at the end of the run while the other had finished. Only the order changes, never what runs.
+def pytest_configure(config):
+    if _loadgroup(config) and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # the controller takes the order below as is
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks into the node ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = shared_fixture_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+    if not _loadgroup(config):
+        return
+    groups = [_group_of(item) for item in items]
+    sizes = {}
+    for group in groups:
+        if group:
+            sizes[group] = sizes.get(group, 0) + 1
+
+    def rank(pair):
+        item, group = pair
+        if group:
+            return (0, -sizes[group])
+        return (1 if item.get_closest_marker("slow") else 2, 0)
+
+    items[:] = [item for item, _ in sorted(zip(items, groups), key=rank)]

@@ -69,35 +69,106 @@ def release_data(assignment: str, mode: str, keys_dir: Path) -> dict:
     return data
 
 
+# One nbgrader process generates every assignment it is given (nbgrader's import and its
+# gradebook set-up cost seconds; each assignment then takes about one). The course
+# configuration is nbgrader's default with the root and the gradebook in the scratch course, as
+# `nbgrader generate_assignment --CourseDirectory.root=... --db=...` run there would use.
+#
+# nbgrader stamps a new gradebook with the schema version it asks a separate `alembic heads`
+# process for (an interpreter start and alembic's import: seconds on a busy machine); reading
+# nbgrader's own migration scripts in this process gives the same answer at once (as
+# tests/notebooks/nbgrader_worker.py does). Without alembic's script module, nbgrader asks as
+# it always does.
+_BATCH = """
+import json, os, sys
+from traitlets.config import Config
+import nbgrader.api
+from nbgrader.apps import NbGraderAPI
+
+try:
+    from alembic.script import ScriptDirectory
+except ImportError:
+    pass
+else:
+    def _head(folder=os.path.join(os.path.dirname(nbgrader.__file__), "alembic")):
+        return ScriptDirectory(folder).get_current_head()
+    nbgrader.api.get_alembic_version = _head
+
+root, names = sys.argv[1], sys.argv[2:]
+config = Config()
+config.CourseDirectory.root = root
+config.CourseDirectory.db_url = "sqlite:///" + root + "/gradebook.db"
+config.Application.log_level = "WARN"
+api = NbGraderAPI(config=config)
+failed = {}
+for name in names:
+    result = api.generate_assignment(name, force=True, create=True)
+    if not result["success"]:
+        failed[name] = (result.get("error") or "") + "\\n" + (result.get("log") or "")
+print(json.dumps(failed))
+"""
+
+
+def generate_many(assignments: list[str], solutions_dir: Path, keys_dir: Path,
+                  mode: str = "practice") -> dict[str, dict[str, str]]:
+    """Run nbgrader generate_assignment on each of ``assignments`` of ``solutions_dir``, all in
+    one nbgrader process; returns {assignment: {file name: text}} as :func:`generate` does."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} must be one of {MODES}")
+    assignments = list(dict.fromkeys(assignments))
+    for assignment in assignments:
+        if not (solutions_dir / assignment).is_dir():
+            raise ValueError(f"assignment={assignment!r}: no folder {solutions_dir / assignment}")
+    if not assignments:
+        return {}
+    generated = {}
+    with tempfile.TemporaryDirectory(prefix="mhalib-release-") as scratch:
+        for assignment in assignments:
+            shutil.copytree(solutions_dir / assignment, Path(scratch) / "source" / assignment,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        command = [sys.executable, "-c", _BATCH, scratch, *assignments]
+        done = subprocess.run(command, cwd=scratch, capture_output=True, text=True,
+                              env=tool_env())
+        lines = done.stdout.strip().splitlines()
+        try:
+            failed = json.loads(lines[-1]) if done.returncode == 0 and lines else None
+        except json.JSONDecodeError:
+            failed = None
+        if failed is None:
+            raise RuntimeError(f"nbgrader generate_assignment {' '.join(assignments)} failed:\n"
+                               f"{done.stdout}\n{done.stderr}")
+        if failed:
+            name, text = next(iter(failed.items()))
+            raise RuntimeError(f"nbgrader generate_assignment {name} failed:\n{text}\n"
+                               f"{done.stderr}")
+        for assignment in assignments:
+            release = Path(scratch) / "release" / assignment
+            generated[assignment] = {
+                p.name: normalise(json.loads(p.read_text(encoding="utf-8")), mode)
+                for p in sorted(release.glob("*.ipynb"))}
+    for assignment, files in generated.items():
+        data = release_data(assignment, mode, keys_dir)
+        files[RELEASE_FILE] = json.dumps(data, indent=1, sort_keys=True,
+                                         ensure_ascii=False) + "\n"
+    return generated
+
+
 def generate(assignment: str, solutions_dir: Path, keys_dir: Path,
              mode: str = "practice") -> dict[str, str]:
     """Run nbgrader generate_assignment on one assignment of ``solutions_dir``; returns {file
     name: text}: the notebooks and ``quick_checks.json`` (quick-check ``mode``, keys from
     ``keys_dir``)."""
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r} must be one of {MODES}")
-    source = solutions_dir / assignment
-    if not source.is_dir():
-        raise ValueError(f"assignment={assignment!r}: no folder {source}")
-    with tempfile.TemporaryDirectory(prefix="mhalib-release-") as scratch:
-        shutil.copytree(source, Path(scratch) / "source" / assignment,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        command = [
-            sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force",
-            f"--CourseDirectory.root={scratch}", f"--db=sqlite:///{scratch}/gradebook.db",
-            "--log-level=WARN",
-        ]
-        done = subprocess.run(command, cwd=scratch, capture_output=True, text=True,
-                              env=tool_env())
-        if done.returncode:
-            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
-                               f"{done.stdout}\n{done.stderr}")
-        release = Path(scratch) / "release" / assignment
-        files = {p.name: normalise(json.loads(p.read_text(encoding="utf-8")), mode)
-                 for p in sorted(release.glob("*.ipynb"))}
-    data = release_data(assignment, mode, keys_dir)
-    files[RELEASE_FILE] = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    return files
+    return generate_many([assignment], solutions_dir, keys_dir, mode)[assignment]
+
+
+def _write(assignment: str, files: dict[str, str], notebooks_dir: Path) -> list[Path]:
+    target = notebooks_dir / assignment
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        (target / name).write_text(text, encoding="utf-8")
+        written.append(target / name)
+    return written
 
 
 def write_release(assignment: str, solutions_dir: Path, notebooks_dir: Path, keys_dir: Path,
@@ -105,19 +176,18 @@ def write_release(assignment: str, solutions_dir: Path, notebooks_dir: Path, key
     """Regenerate ``notebooks_dir/<assignment>/`` from ``solutions_dir/<assignment>/`` in
     quick-check ``mode`` (an assessed release into a folder that held a practice one removes
     its keys)."""
-    target = notebooks_dir / assignment
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in generate(assignment, solutions_dir, keys_dir, mode).items():
-        (target / name).write_text(text, encoding="utf-8")
-        written.append(target / name)
-    return written
+    return _write(assignment, generate(assignment, solutions_dir, keys_dir, mode), notebooks_dir)
 
 
-def drift(assignment: str, solutions_dir: Path, notebooks_dir: Path, keys_dir: Path) -> list[str]:
-    """File names whose committed (practice) release in ``notebooks_dir`` differs from a fresh
-    generation (empty: in sync)."""
-    fresh = generate(assignment, solutions_dir, keys_dir)
+def write_releases(assignments: list[str], solutions_dir: Path, notebooks_dir: Path,
+                   keys_dir: Path, mode: str = "practice") -> dict[str, list[Path]]:
+    """:func:`write_release` for each of ``assignments``, generated in one nbgrader process;
+    returns {assignment: paths written}."""
+    generated = generate_many(assignments, solutions_dir, keys_dir, mode)
+    return {a: _write(a, files, notebooks_dir) for a, files in generated.items()}
+
+
+def _stale(assignment: str, fresh: dict[str, str], notebooks_dir: Path) -> list[str]:
     stale = [name for name, text in fresh.items()
              if not (notebooks_dir / assignment / name).is_file()
              or (notebooks_dir / assignment / name).read_text(encoding="utf-8") != text]
@@ -125,6 +195,19 @@ def drift(assignment: str, solutions_dir: Path, notebooks_dir: Path, keys_dir: P
     if (notebooks_dir / assignment / RELEASE_FILE).is_file():
         committed.add(RELEASE_FILE)
     return sorted(set(stale) | (committed - set(fresh)))
+
+
+def drift(assignment: str, solutions_dir: Path, notebooks_dir: Path, keys_dir: Path) -> list[str]:
+    """File names whose committed (practice) release in ``notebooks_dir`` differs from a fresh
+    generation (empty: in sync)."""
+    return _stale(assignment, generate(assignment, solutions_dir, keys_dir), notebooks_dir)
+
+
+def drifts(assignments: list[str], solutions_dir: Path, notebooks_dir: Path,
+           keys_dir: Path) -> dict[str, list[str]]:
+    """:func:`drift` for each of ``assignments``, generated in one nbgrader process."""
+    generated = generate_many(assignments, solutions_dir, keys_dir)
+    return {a: _stale(a, fresh, notebooks_dir) for a, fresh in generated.items()}
 
 
 def strip_outputs(path: os.PathLike) -> None:

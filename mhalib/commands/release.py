@@ -52,13 +52,16 @@ def run(args) -> int:
               "elsewhere with --to DIR")
         return 2
     stale = []
-    for assignment in names:
-        if args.check:
-            drifted = release.drift(assignment, files.solutions, files.notebooks, files.keys)
+    # one nbgrader process for every assignment named (release.generate_many)
+    if args.check:
+        for assignment, drifted in release.drifts(names, files.solutions, files.notebooks,
+                                                  files.keys).items():
             stale += [f"{assignment}/{name}" for name in drifted]
-        else:
-            for path in release.write_release(assignment, files.solutions, target, files.keys,
-                                              args.quick_checks):
+    else:
+        written = release.write_releases(names, files.solutions, target, files.keys,
+                                         args.quick_checks)
+        for assignment, paths in written.items():
+            for path in paths:
                 release.strip_outputs(path)
                 print(f"wrote {path}")
             print(f"{assignment}: quick checks in {args.quick_checks} mode")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from tests.browser.lab_server import REPO
@@ -28,10 +29,19 @@ def test_lesson_01_runs_headless_and_keeps_its_widgets(tmp_path):
     if not SOURCE.is_file():
         pytest.fail(f"{SOURCE.relative_to(REPO)} is missing")
     notebook = nbformat.read(SOURCE, as_version=4)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
+    # IPC sockets, not TCP ports, as in tests/notebooks/test_any_order.py: a kernel started
+    # beside others can lose its replies to a race for the same free port (this 5 s notebook
+    # took 305 s in a full suite run)
+    kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "ipc"),
+                           connection_file=str(tmp_path / "kernel.json"))
+    client = NotebookClient(notebook, km=kernel, timeout=300,
                             resources={"metadata": {"path": str(tmp_path)}},
                             store_widget_state=True)
-    client.execute()  # raises CellExecutionError on the first failing cell
+    try:
+        client.execute()  # raises CellExecutionError on the first failing cell
+    finally:  # a kernel manager passed in is not the client's to shut down
+        if kernel.has_kernel:
+            kernel.shutdown_kernel(now=True)
 
     errors = [output for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.get("outputs", []) if output.output_type == "error"]

@@ -59,16 +59,22 @@ def test_cells_run_in_any_order_after_the_notebook(assignment, kernel_env, tmp_p
                             resources={"metadata": {"path": str(tmp_path)}})
     code = [(index, cell) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     started = time.perf_counter()
-    with client.setup_kernel():
-        for index, cell in code:
-            client.execute_cell(cell, index)
-        forward = [(label(cell), error_outputs(cell)) for _, cell in code if error_outputs(cell)]
-        assert not forward, f"{assignment}, top to bottom: {forward}"
-        forward_s = time.perf_counter() - started
-        for index, cell in reversed(code):
-            client.execute_cell(cell, index)
-            found = error_outputs(cell)
-            assert not found, (f"{assignment}: {label(cell)} fails when run again after the cells "
-                               f"below it: {found}")
+    try:
+        with client.setup_kernel():
+            for index, cell in code:
+                client.execute_cell(cell, index)
+            forward = [(label(cell), error_outputs(cell)) for _, cell in code
+                       if error_outputs(cell)]
+            assert not forward, f"{assignment}, top to bottom: {forward}"
+            forward_s = time.perf_counter() - started
+            for index, cell in reversed(code):
+                client.execute_cell(cell, index)
+                found = error_outputs(cell)
+                assert not found, (f"{assignment}: {label(cell)} fails when run again after "
+                                   f"the cells below it: {found}")
+    finally:  # a kernel manager passed in is not the client's to shut down: 12 idle
+        # kernels (up to 0.5 GB each) outlived their tests for the rest of the session
+        if kernel.has_kernel:
+            kernel.shutdown_kernel(now=True)
     print(f"\n{assignment}: top to bottom {forward_s:.1f} s, reverse "
           f"{time.perf_counter() - started - forward_s:.1f} s (wall)")

@@ -116,8 +116,13 @@ def test_nbgrader_autograde_scores_failed_checks_zero(kind, submissions, monkeyp
     ipc = tmp_path_factory.mktemp(f"ipc-{kind}")
     kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(ipc / "ipc"),
                            connection_file=str(ipc / "kernel.json"))
-    Execute(timeout=300).preprocess(notebook, {"metadata": {"path": str(paths[kind].parent)}},
-                                    km=kernel)
+    try:
+        Execute(timeout=300).preprocess(notebook,
+                                        {"metadata": {"path": str(paths[kind].parent)}},
+                                        km=kernel)
+    finally:  # a kernel manager passed in is not the client's to shut down: it outlived the test
+        if kernel.has_kernel:
+            kernel.shutdown_kernel(now=True)
     scores = {}
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
