@@ -52,6 +52,7 @@ SHARED_FIXTURE_GROUPS = {
     "tests/induction/test_core_training.py::runs": "induction_runs",
     "tests/bench/test_runner.py::rows": "bench_rows",
     "tests/commands/test_report.py::course": "report_command_course",
+    "tests/checks/test_diagnosis_coverage.py::outcomes": "diagnosis_outcomes",
 }
 
 
