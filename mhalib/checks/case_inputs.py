@@ -79,3 +79,13 @@ def float64_inputs(exercise, case) -> dict | None:
 def named_inputs(exercise, case) -> dict:
     """The case's arguments by name (positional ones by the answer key's parameter names)."""
     return case.arguments(parameter_names(exercise), answer_defaults(exercise))
+
+
+def float64_output(output) -> np.ndarray | None:
+    """The learner's output (the first of a tuple) when it is a float64 array, else None (a
+    float32 output of a float64 case is another slip, named elsewhere)."""
+    if isinstance(output, tuple):
+        output = output[0] if output else None
+    if not isinstance(output, np.ndarray) or output.dtype != np.float64:
+        return None
+    return output

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.case_inputs import float64_inputs as _inputs
+from mhalib.checks.case_inputs import float64_output as _array
 
 CLOSE = 1e-6
 
@@ -26,13 +27,6 @@ CLOSE = 1e-6
 def _same(a, b) -> bool:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-5, atol=CLOSE))
-
-
-def _array(value):
-    if isinstance(value, tuple):
-        value = value[0] if value else None
-    return value.astype(np.float64) if isinstance(value, np.ndarray) and \
-        value.dtype == np.float64 else None
 
 
 # -- merge_attention_states ---------------------------------------------------------------------

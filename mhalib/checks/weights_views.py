@@ -14,19 +14,12 @@ import math
 import numpy as np
 
 from mhalib.checks.case_inputs import float64_inputs as _inputs
+from mhalib.checks.case_inputs import float64_output as _array
 from mhalib.checks.weights_seen import Head, Pattern, diagnose
 
 
 def _causal(n_q: int, n_k: int) -> np.ndarray:
     return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
-
-
-def _array(output) -> np.ndarray | None:
-    if isinstance(output, tuple):
-        output = output[0] if output else None
-    if not isinstance(output, np.ndarray) or output.dtype != np.float64:
-        return None  # a float32 output of a float64 case is another slip, named elsewhere
-    return output.astype(np.float64)
 
 
 def _split(t: np.ndarray, heads: int) -> np.ndarray:
