@@ -6,9 +6,10 @@ Tried in order on the failing cases, each only when the checker's own models nam
    :mod:`mhalib.checks.search`): the change that reproduces most failing outputs is named;
 2. for a count, the failing cases read together as the right count **times a ratio of sizes or
    plus one term** (:mod:`mhalib.checks.explain_counts`);
-3. the **weights read back** from an attention output (:mod:`mhalib.checks.weights_seen`):
-   which keys each query used, whether rows sum to 1, which scale the scores had, whose values
-   were averaged;
+3. what the output **reads back** (:mod:`mhalib.checks.readbacks`): an attention output's
+   weights (which keys each query used, whether rows sum to 1, the scores' scale, whose values
+   were averaged), a merge's shares, a softmax gradient's row term, RoPE's exponents and pairing,
+   the entries a head score averaged;
 4. its **properties** (``properties()``, see :mod:`mhalib.checks.properties`): the first one a
    failing output breaks, with the input and what it implies about the code;
 5. the **output's form**: values of the right set in the wrong places, a whole axis reversed,
@@ -30,7 +31,6 @@ import numpy as np
 from mhalib.checks.case_inputs import sizes
 from mhalib.checks.explain_errors import explain_error
 from mhalib.checks.explain_forms import explain_form
-from mhalib.checks.explain_sizes import factor_name, names_of, say_size  # noqa: F401
 
 FLOAT_COUNT = "is the float"
 NUMPY_COUNT = "is a numpy scalar"
@@ -67,22 +67,22 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
     failing = [(case, result) for case, result in zip(cases, results)
                if _failed(case, failures)]
     recorded = [(c, r) for c, r in failing if r.get("status") == "ok"]
-    for step in (_from_search, _from_count_terms, _from_weights, _from_properties):
+    for step in (_from_search, _from_count_terms, _from_readbacks, _from_properties):
         try:
             found = step(exercise, recorded)
         except Exception:  # a diagnosis must never crash the judge
             found = None
         if found:
             return found
-    consistent = _factor_everywhere(exercise, recorded)
+    forms = {id(case): _form(exercise, case, result) for case, result in recorded}
+    consistent = _same_factor_everywhere(forms.values())
     for case, result in failing:
         try:
             if result.get("status") == "error":
                 found = explain_error(exercise, case, str(result.get("error") or ""),
                                       sizes(exercise, case))
             elif result.get("status") == "ok" and not getattr(case, "must_raise", ""):
-                found = explain_form(exercise, case, result.get("output"),
-                                     result.get("meta") or {}, sizes(exercise, case))
+                found = forms[id(case)]
             else:
                 found = None
         except Exception:
@@ -97,16 +97,20 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
 _FACTOR = re.compile(r"is (\S+) times the right")
 
 
-def _factor_everywhere(exercise, recorded) -> bool:
+def _form(exercise, case, result) -> tuple[str, str] | None:
+    """What the form of a recorded output says (:func:`explain_form`), or None."""
+    try:
+        return explain_form(exercise, case, result.get("output"), result.get("meta") or {},
+                            sizes(exercise, case))
+    except Exception:
+        return None
+
+
+def _same_factor_everywhere(forms) -> bool:
     """True when every failing case with an output is off by the same constant factor (a
     factor read on one case alone can be a coincidence of its sizes, e.g. d_model = 1)."""
     names = set()
-    for case, result in recorded:
-        try:
-            found = explain_form(exercise, case, result.get("output"), result.get("meta") or {},
-                                 sizes(exercise, case))
-        except Exception:
-            found = None
+    for found in forms:
         match = _FACTOR.search(found[1]) if found and found[0] == "form:factor" else None
         if match is None:
             return False
@@ -135,7 +139,7 @@ def _from_count_terms(exercise, recorded):
     return explain_count_terms(exercise, recorded)
 
 
-def _from_weights(exercise, recorded):
+def _from_readbacks(exercise, recorded):
     from mhalib.checks.readbacks import readback_diagnosis
 
     return readback_diagnosis(exercise, recorded)

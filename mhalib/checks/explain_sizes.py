@@ -19,13 +19,17 @@ def say_size(value, named: dict[str, int]) -> str:
     return f"{value} ({' = '.join(found[:2])})" if found else f"{value}"
 
 
-def factor_name(ratio: float, named: dict[str, int]) -> str | None:
+CONSTANTS = {"2": 2.0, "4": 4.0, "1024": 1024.0, "2**20": 2.0 ** 20, "2**30": 2.0 ** 30,
+             "1e3": 1e3, "1e6": 1e6, "1e9": 1e9}
+
+
+def factor_name(ratio: float, named: dict[str, int], sizes_only: bool = False) -> str | None:
     """A constant factor in the case's words: 2, 1/2, d_head, sqrt(d_head), 1/sqrt(d_model),
-    1024, bytes_per_element..."""
+    1024, bytes_per_element... (``sizes_only``: named by the case's sizes alone, as a scale
+    is)."""
     if not np.isfinite(ratio) or ratio <= 0:
         return None
-    candidates = {"2": 2.0, "4": 4.0, "1024": 1024.0, "2**20": 2.0 ** 20, "2**30": 2.0 ** 30,
-                  "1e3": 1e3, "1e6": 1e6, "1e9": 1e9}
+    candidates = {} if sizes_only else dict(CONSTANTS)
     for name, size in named.items():
         if size > 1:
             candidates.setdefault(name, float(size))

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mhalib.checks.explain_sizes import factor_name
+
 FIT = 1e-5  # relative residual of a weighted-sum reading that counts as exact
 USED = 1e-8  # a weight below this (relative to its row's largest) counts as 0 (float64 cases)
 
@@ -170,16 +172,9 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
 
 
 def _factor_name(value: float, names: dict[str, int]) -> str:
-    import math
-
-    for label, size in names.items():
-        if size > 1:
-            for form, number in ((f"1/sqrt({label})", 1 / math.sqrt(size)),
-                                 (f"sqrt({label})", math.sqrt(size)),
-                                 (f"1/{label}", 1 / size), (label, float(size))):
-                if math.isclose(value, number, rel_tol=1e-3):
-                    return f" = {form}"
-    return ""
+    """`` = 1/sqrt(d_head)`` (the case's sizes only), or ""."""
+    name = factor_name(value, names, sizes_only=True)
+    return f" = {name}" if name else ""
 
 
 def _scale_fit(head, w, scores) -> tuple[float, float] | None:
@@ -258,11 +253,18 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
     return "weights:values", f"{sentence} ({labels[0]})"
 
 
+def all_fit(reads) -> bool:
+    """True when every head's output was read as an exact weighted sum of its values."""
+    return all(r is not None and r[1] <= FIT for r in reads)
+
+
 def diagnose(heads: list[Head], names: dict[str, int], extra_patterns=None,
-             same_weights_message: str | None = None) -> tuple[str, str] | None:
+             same_weights_message: str | None = None, reads=None) -> tuple[str, str] | None:
     """``(flag, message)`` of what the weights read back from the heads' outputs show, or None
-    when they show nothing wrong or cannot be read."""
-    reads = [read_weights(h.out, h.v) for h in heads]
+    when they show nothing wrong or cannot be read (``reads``: :func:`read_weights` of each
+    head, when the caller has them already)."""
+    if reads is None:
+        reads = [read_weights(h.out, h.v) for h in heads]
     if all(r is None for r in reads):
         return None
     if any(r is not None and r[1] > FIT for r in reads):

@@ -15,7 +15,7 @@ import numpy as np
 
 from mhalib.checks.case_inputs import float64_inputs as _inputs
 from mhalib.checks.case_inputs import float64_output as _array
-from mhalib.checks.weights_seen import Head, Pattern, diagnose
+from mhalib.checks.weights_seen import Head, Pattern, all_fit, diagnose, read_weights
 
 
 def _causal(n_q: int, n_k: int) -> np.ndarray:
@@ -150,23 +150,11 @@ def _projected_heads(x, w_q, w_k, w_v, merged, num_heads, num_kv_heads, causal):
     return heads
 
 
-def _readings(out, w_o):
-    """(merged output, what this reading means) for the learner's ``out``."""
+def _inverse(w_o) -> np.ndarray | None:
     try:
-        inverse = np.linalg.inv(w_o)
+        return np.linalg.inv(w_o)
     except np.linalg.LinAlgError:
-        return []
-    return [(out @ inverse, ""), (out, "no_output_projection")]
-
-
-def _with_projections(values, out, num_heads, num_kv_heads, causal):
-    x = values["x"]
-    found = []
-    for merged, reading in _readings(out, values["w_o"]):
-        heads = _projected_heads(x, values["w_q"], values["w_k"], values["w_v"], merged,
-                                 num_heads, num_kv_heads, causal)
-        found.append((reading, heads))
-    return found
+        return None
 
 
 def _names(values, num_heads) -> dict[str, int]:
@@ -175,23 +163,19 @@ def _names(values, num_heads) -> dict[str, int]:
             "N": values["x"].shape[1], "num_heads": num_heads}
 
 
-def _projected_view(exercise, case, output, causal_of, kv_heads_of, extra=None, same=None):
-    values = _inputs(exercise, case)
-    out = _array(output)
-    if values is None or out is None or out.shape != values["x"].shape:
-        return None
-    num_heads = int(values["num_heads"])
-    kv = kv_heads_of(values)
-    causal = causal_of(values)
-    names = _names(values, num_heads)
-    for reading, heads in _with_projections(values, out, num_heads, kv, causal):
-        found = diagnose(heads, names, extra, same)
-        fits = _fits_all(heads)
-        if reading == "":
-            if found or fits:
+def _through_w_o(readings, heads_of, names, extra=None, same=None):
+    """What the heads show when the output is read back through ``w_o`` (the first reading,
+    ``""``); when that is not a weighted sum of each head's values but the output itself is
+    (the reading ``"no_output_projection"``), the output projection is missing."""
+    for reading, merged in readings:
+        heads = heads_of(merged)
+        reads = [read_weights(h.out, h.v) for h in heads]
+        found = diagnose(heads, names, extra, same, reads=reads)
+        if not reading:
+            if found or all_fit(reads):
                 return found  # the weighted sums are this head's: what they show, or nothing
             continue
-        if fits:
+        if all_fit(reads):
             also = f"; also, {found[1]}" if found else ""
             return ("weights:no_output_projection",
                     "your output is the merged heads themselves: the output projection (@ w_o) "
@@ -199,11 +183,22 @@ def _projected_view(exercise, case, output, causal_of, kv_heads_of, extra=None, 
     return None
 
 
-def _fits_all(heads) -> bool:
-    from mhalib.checks.weights_seen import FIT, read_weights
+def _projected_view(exercise, case, output, causal_of, kv_heads_of, extra=None, same=None):
+    values = _inputs(exercise, case)
+    out = _array(output)
+    if values is None or out is None or out.shape != values["x"].shape:
+        return None
+    inverse = _inverse(values["w_o"])
+    if inverse is None:
+        return None
+    num_heads = int(values["num_heads"])
+    kv, causal = kv_heads_of(values), causal_of(values)
 
-    reads = [read_weights(h.out, h.v) for h in heads]
-    return all(r is not None and r[1] <= FIT for r in reads)
+    def heads_of(merged):
+        return _projected_heads(values["x"], values["w_q"], values["w_k"], values["w_v"],
+                                merged, num_heads, kv, causal)
+    return _through_w_o([("", out @ inverse), ("no_output_projection", out)], heads_of,
+                        _names(values, num_heads), extra, same)
 
 
 SAME = ("every head uses the same weights: the heads' scores were combined (averaged or "
@@ -270,7 +265,8 @@ def mla_view(exercise, case, output):
     readings = [("", out @ np.linalg.pinv(w_o))]
     if width == d_model:
         readings.append(("no_output_projection", out))
-    for reading, merged in readings:
+
+    def heads_of(merged):
         heads = []
         for b in range(x.shape[0]):
             q = _split(x[b] @ values["w_q"], num_heads)  # (H, N, d_head)
@@ -284,15 +280,8 @@ def mla_view(exercise, case, output):
                                   [(STRIDED.format(h=h), strided[h], None),
                                    ("the output is a weighted sum of the KEYS (c @ w_uk): the "
                                     "values must come from c @ w_uv", k[h], None)]))
-        found, fits = diagnose(heads, names, None, SAME), _fits_all(heads)
-        if not reading:
-            if found or fits:
-                return found
-            continue
-        if fits:
-            return ("weights:no_output_projection", "your output is the merged heads "
-                    "themselves: the output projection (@ w_o) is missing")
-    return None
+        return heads
+    return _through_w_o(readings, heads_of, names, same=SAME)
 
 
 def _heads_view(heads_of):
