@@ -74,25 +74,14 @@ def release_data(assignment: str, mode: str, keys_dir: Path) -> dict:
 # configuration is nbgrader's default with the root and the gradebook in the scratch course, as
 # `nbgrader generate_assignment --CourseDirectory.root=... --db=...` run there would use.
 #
-# nbgrader stamps a new gradebook with the schema version it asks a separate `alembic heads`
-# process for (an interpreter start and alembic's import: seconds on a busy machine); reading
-# nbgrader's own migration scripts in this process gives the same answer at once (as
-# tests/notebooks/nbgrader_worker.py does). Without alembic's script module, nbgrader asks as
-# it always does.
+# The gradebook's schema version is read in process (mhalib.classroom.nbgrader_schema).
 _BATCH = """
-import json, os, sys
+import json, sys
 from traitlets.config import Config
-import nbgrader.api
 from nbgrader.apps import NbGraderAPI
+from mhalib.classroom.nbgrader_schema import stamp_schema_in_process
 
-try:
-    from alembic.script import ScriptDirectory
-except ImportError:
-    pass
-else:
-    def _head(folder=os.path.join(os.path.dirname(nbgrader.__file__), "alembic")):
-        return ScriptDirectory(folder).get_current_head()
-    nbgrader.api.get_alembic_version = _head
+stamp_schema_in_process()
 
 root, names = sys.argv[1], sys.argv[2:]
 config = Config()

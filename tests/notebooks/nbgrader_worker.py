@@ -38,18 +38,6 @@ def course_config(root: Path):
     return config
 
 
-def alembic_head() -> str:
-    """The gradebook schema version nbgrader stamps into a new database.
-
-    nbgrader asks a separate ``alembic heads`` process for it (seconds on a busy machine);
-    reading nbgrader's migration scripts in this process gives the same answer at once.
-    """
-    import nbgrader
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
-
-
 def children_cpu_seconds() -> float:
     """User + system CPU seconds of this process's children that have ended (the kernels)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -74,11 +62,12 @@ def claim_jobs(queue: Path):
 
 
 def main(root: Path, queue: Path) -> int:
-    import nbgrader.api
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
-    nbgrader.api.get_alembic_version = alembic_head
+    from mhalib.classroom.nbgrader_schema import stamp_schema_in_process
+
+    stamp_schema_in_process()
     config = course_config(root)
     api = NbGraderAPI(config=config)
     seconds = {"autograde": {}, "kernel_cpu": {}}
