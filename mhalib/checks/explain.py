@@ -49,8 +49,11 @@ def float_count_problem(received) -> str | None:
     return None
 
 
-def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | None:
-    """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module)."""
+def explain_failures(exercise, cases, results, failures, quick: bool = False
+                     ) -> tuple[str, str] | None:
+    """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module);
+    ``quick`` (the visible suite, answered while the learner waits) keeps the search of the
+    answer key's mutants within a tenth of a second."""
     if failures and all(FLOAT_COUNT in problem or NUMPY_COUNT in problem
                         for _, problem in failures):
         return "contract:plain_int", failures[0][1] + "."
@@ -67,7 +70,15 @@ def explain_failures(exercise, cases, results, failures) -> tuple[str, str] | No
     failing = [(case, result) for case, result in zip(cases, results)
                if _failed(case, failures)]
     recorded = [(c, r) for c, r in failing if r.get("status") == "ok"]
-    for step in (_from_search, _from_count_terms, _from_readbacks, _from_properties):
+    from mhalib.checks.mutants import GRADING_BUDGET_S, QUICK_BUDGET_S, mutant_diagnosis
+
+    budget = QUICK_BUDGET_S if quick else GRADING_BUDGET_S
+
+    def from_mutants(exercise, recorded):
+        return mutant_diagnosis(exercise, recorded, budget)
+
+    for step in (_from_search, _from_count_terms, from_mutants, _from_readbacks,
+                 _from_properties):
         try:
             found = step(exercise, recorded)
         except Exception:  # a diagnosis must never crash the judge

@@ -177,6 +177,11 @@ def _placement(e, r, path, named):
                                      for s in (1, -1)):
             return ("form:shifted", f"{path} is the right values shifted by one place along "
                     f"axis {axis}: an index is off by one.")
+    from mhalib.checks.explain_axes import axis_order
+
+    order = axis_order(e, r, named)
+    if order is not None:
+        return "form:axis_order", f"{path} {order}."
     return ("form:placement", f"{path} holds the right values, but in the wrong places: a "
             "reshape where a transpose (or permute) was needed, or the axes moved in the wrong "
             "order, mixes the axes.")

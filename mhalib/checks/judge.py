@@ -100,8 +100,8 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
                                    mistake_votes - refusal_votes)
     if searched is not None:
         tied, also = [], []
-    explained = searched or (None if tied else explain_failures(exercise, cases, results,
-                                                                 failures))
+    explained = searched or (None if tied else explain_failures(
+        exercise, cases, results, failures, quick=suite == "visible"))
     if tied:
         best = tied[0]
         messages = [next(m.message for m in mistakes if m.name == t) for t in tied]

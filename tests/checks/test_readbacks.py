@@ -145,7 +145,11 @@ def apply_rope_interleaved(x, positions, base=10000.0):
     ("rope_angles", rope_angles_integer_exponent, "readback:rope_exponent", "integer division"),
     ("apply_rope", apply_rope_interleaved, "readback:rope_pairs", "(2i, 2i + 1)"),
 ])
-def test_a_slip_is_named_from_what_the_output_reads_back(exercise, func, flag, words):
+def test_a_slip_is_named_from_what_the_output_reads_back(exercise, func, flag, words,
+                                                         monkeypatch):
+    # the answer key's mutants are tried first (tests/checks/test_mutants.py): off here, so
+    # that what is tested is the read-back
+    monkeypatch.setattr("mhalib.checks.mutants.mutant_diagnosis", lambda *a, **k: None)
     flags, diagnosis = flagged(exercise, func)
     assert flag in flags and words in diagnosis, diagnosis
 

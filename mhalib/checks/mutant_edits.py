@@ -1,0 +1,261 @@
+"""The small edits a slip makes to code (issue 22), found in the answer key's own syntax tree.
+
+:func:`sites` lists, for every node of a function's computing statements, the nodes that could
+stand in its place after one slip:
+
+- an operator changed (``+`` for ``*``, ``/`` for ``//``, ``@`` with its operands swapped, ``<``
+  for ``<=``), or one term or factor of it dropped;
+- a sign dropped;
+- a constant moved by one, doubled, halved, negated or set to 1 (an axis, a scale, an
+  exponent), a flag flipped;
+- a keyword left out (``keepdims=True``), a call left out (``sqrt(d)`` as ``d``, a transpose
+  or a softmax skipped), two neighbouring arguments swapped, ``.T`` left out;
+- one variable used where another belongs; for a count, a size off by one;
+- a slice bound off by one, or left out.
+
+Argument checks (statements that raise, and calls of :mod:`mhalib.validate`), docstrings and
+``while`` loops (an edit could make them endless) are never edited. :func:`say` shows an edit
+as the smallest readable fragment around it, in the contract's argument names: a local that
+only checks an argument (``rank = positive_int("kv_lora_rank", kv_lora_rank)``) is shown as
+that argument.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+VALIDATOR_MODULE = "mhalib.validate"
+MAX_SAID = 90  # characters of a fragment before the edited node alone is shown
+
+_OPERATOR_SWAPS = {
+    ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add,), ast.Mult: (ast.Add, ast.Div),
+    ast.Div: (ast.Mult, ast.FloorDiv), ast.FloorDiv: (ast.Div, ast.Mult), ast.Pow: (ast.Mult,),
+}
+_COMPARE_SWAPS = {
+    ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
+    ast.GtE: (ast.Gt, ast.LtE), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,),
+}
+_UNWRAPPED_METHODS = ("transpose", "swapaxes", "t", "contiguous", "float", "double", "to")
+
+
+def sites(tree: ast.FunctionDef, module_globals: dict) -> dict[int, list[ast.AST]]:
+    """``id(node) -> [alternative nodes]`` for every editable node of ``tree``'s computing
+    statements (alternatives share the original's children; never mutate them)."""
+    variables = _variables(tree)
+    counting = _is_count(tree)
+    validators = {name for name, value in module_globals.items()
+                  if getattr(value, "__module__", "") == VALIDATOR_MODULE}
+    found: dict[int, list[ast.AST]] = {}
+    for statement in computing_statements(tree):
+        pending = [statement]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in validators:
+                continue  # an argument check (and what it returns) is never edited
+            alternatives = list(_replacements(node, variables, counting))
+            if alternatives:
+                found[id(node)] = alternatives
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def computing_statements(tree: ast.FunctionDef):
+    """The body's statements that compute (not the docstring, raises, asserts or whiles)."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue
+        if any(isinstance(n, (ast.Raise, ast.While, ast.Assert)) for n in ast.walk(statement)):
+            continue
+        yield statement
+
+
+def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
+    """What kind of edit ``node -> new`` is, when the same slip could be made in several
+    places at once: an operator, a constant, a variable or a keyword changed the same way."""
+    if isinstance(node, ast.BinOp) and isinstance(new, ast.BinOp) and node.left is new.left:
+        return ("operator", type(node.op).__name__, type(new.op).__name__)
+    if isinstance(node, ast.Constant) and isinstance(new, ast.Constant):
+        return ("constant", repr(node.value), repr(new.value))
+    if isinstance(node, ast.Name) and isinstance(new, ast.Name):
+        return ("variable", node.id, new.id)
+    if isinstance(node, ast.Call) and isinstance(new, ast.Call) and node.func is new.func \
+            and len(new.keywords) < len(node.keywords):
+        dropped = {k.arg for k in node.keywords} - {k.arg for k in new.keywords}
+        return ("keyword", *sorted(dropped))
+    return None
+
+
+def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, str],
+        parents: dict[int, ast.AST]) -> tuple[str, str]:
+    """``(old, new)`` fragments for the edit: the edited node's readable surroundings (its
+    call, product or subscript) before and after."""
+    shown = node
+    while id(shown) in parents and (_too_small(shown) or isinstance(
+            parents[id(shown)], (ast.keyword, ast.UnaryOp, ast.Slice))):
+        shown = parents[id(shown)]
+    if isinstance(shown, (ast.keyword, ast.Slice)) and id(shown) in parents:
+        shown = parents[id(shown)]
+    old, new_text = _render(shown, aliases), _render(_replaced(shown, node, new), aliases)
+    if len(old) > MAX_SAID or len(new_text) > MAX_SAID:
+        return _render(node, aliases), _render(new, aliases)
+    return old, new_text
+
+
+def parents_of(tree: ast.AST) -> dict[int, ast.AST]:
+    return {id(child): parent for parent in ast.walk(tree)
+            for child in ast.iter_child_nodes(parent)}
+
+
+def aliases_of(tree: ast.FunctionDef, module_globals: dict) -> dict[str, str]:
+    """``local -> argument`` for locals that only check or copy an argument."""
+    arguments = {a.arg for a in tree.args.args + tree.args.kwonlyargs}
+    aliases = {}
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
+            continue
+        local, value = statement.targets[0].id, statement.value
+        if local in arguments:
+            continue
+        if isinstance(value, ast.Name) and value.id in arguments:
+            aliases[local] = value.id
+        elif isinstance(value, ast.Call):
+            names = [a.id for a in value.args if isinstance(a, ast.Name) and a.id in arguments]
+            target = module_globals.get(getattr(value.func, "id", ""), None)
+            if len(names) == 1 and getattr(target, "__module__", "") == VALIDATOR_MODULE:
+                aliases[local] = names[0]
+    return aliases
+
+
+def _too_small(node) -> bool:
+    return isinstance(node, (ast.Constant, ast.Name))
+
+
+def _replaced(tree, node, new):
+    """A copy of ``tree`` with ``node`` replaced by ``new`` (for showing only)."""
+    if tree is node:
+        return new
+    holder = ast.Expression(body=tree)
+    copied = copy.deepcopy(holder)
+    originals = list(ast.walk(holder))
+    copies = list(ast.walk(copied))
+    where = originals.index(node)
+    twin = copies[where]
+    for parent in copies:
+        for field, value in ast.iter_fields(parent):
+            if value is twin:
+                setattr(parent, field, new)
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    if item is twin:
+                        value[i] = new
+    return copied.body
+
+
+def _render(node, aliases) -> str:
+    shown = copy.deepcopy(node)
+    for inner in ast.walk(shown):
+        if isinstance(inner, ast.Name) and inner.id in aliases:
+            inner.id = aliases[inner.id]
+    try:
+        return ast.unparse(shown)
+    except Exception:
+        return "?"
+
+
+def _variables(tree) -> list[str]:
+    """The function's parameters and the names it assigns (candidates for a mix-up)."""
+    names = [a.arg for a in tree.args.args + tree.args.kwonlyargs]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names:
+            names.append(node.id)
+    return names
+
+
+def _is_count(tree) -> bool:
+    """True for a function that returns a count (annotated ``-> int``, ``float`` or ``dict``)."""
+    text = ast.unparse(tree.returns) if tree.returns is not None else ""
+    return any(word in text for word in ("int", "float", "dict"))
+
+
+def _replacements(node, variables, counting):
+    """Every small edit of one node (new nodes sharing the original's children)."""
+    if isinstance(node, ast.BinOp):
+        for op in _OPERATOR_SWAPS.get(type(node.op), ()):
+            yield ast.BinOp(node.left, op(), node.right)
+        if isinstance(node.op, ast.MatMult):
+            yield ast.BinOp(node.right, ast.MatMult(), node.left)
+        yield node.left  # the right term or factor dropped
+        yield node.right  # the left one dropped
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        yield node.operand
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        for op in _COMPARE_SWAPS.get(type(node.ops[0]), ()):
+            yield ast.Compare(node.left, [op()], node.comparators)
+    elif isinstance(node, ast.Constant):
+        yield from (ast.Constant(v) for v in _constant_edits(node.value))
+    elif isinstance(node, ast.Call):
+        yield from _call_edits(node)
+    elif isinstance(node, ast.Attribute) and node.attr in ("T", "mT") and isinstance(
+            node.ctx, ast.Load):
+        yield node.value
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        yield from _slice_edits(node)
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
+        yield from (ast.Name(other, ast.Load()) for other in variables if other != node.id)
+        if counting:
+            for op in (ast.Add, ast.Sub):
+                yield ast.BinOp(ast.Name(node.id, ast.Load()), op(), ast.Constant(1))
+
+
+def _constant_edits(value):
+    if isinstance(value, bool):
+        yield not value
+        return
+    if not isinstance(value, (int, float)):
+        return
+    found = [value + 1, value - 1, 2 * value, -value, 1]
+    if isinstance(value, float):
+        found += [value / 2] + ([1 / value] if value else [])
+    elif value % 2 == 0:
+        found.append(value // 2)
+    seen = {value}
+    for new in found:
+        if new not in seen:
+            seen.add(new)
+            yield new
+
+
+def _call_edits(node: ast.Call):
+    for i, keyword in enumerate(node.keywords):
+        if keyword.arg is not None:
+            yield ast.Call(node.func, node.args, node.keywords[:i] + node.keywords[i + 1:])
+    if node.args and not any(isinstance(a, ast.Starred) for a in node.args):
+        yield node.args[0]  # the call left out: sqrt(d) as d, a softmax skipped
+    if isinstance(node.func, ast.Attribute) and node.func.attr in _UNWRAPPED_METHODS:
+        yield node.func.value  # a transpose (or cast) left out
+    for i in range(len(node.args) - 1):
+        swapped = list(node.args)
+        swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+        yield ast.Call(node.func, swapped, node.keywords)
+
+
+def _slice_edits(node: ast.Subscript):
+    """A bound of one of the subscript's slices moved by one, or left out."""
+    parts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    for position, bounds in enumerate(parts):
+        if not isinstance(bounds, ast.Slice):
+            continue
+        for field in ("lower", "upper"):
+            bound = getattr(bounds, field)
+            if bound is None:
+                continue
+            for new_bound in (ast.BinOp(bound, ast.Add(), ast.Constant(1)),
+                              ast.BinOp(bound, ast.Sub(), ast.Constant(1)), None):
+                changed = ast.Slice(bounds.lower, bounds.upper, bounds.step)
+                setattr(changed, field, new_bound)
+                new_parts = parts[:position] + [changed] + parts[position + 1:]
+                index = (ast.Tuple(new_parts, ast.Load()) if isinstance(node.slice, ast.Tuple)
+                         else changed)
+                yield ast.Subscript(node.value, index, ast.Load())

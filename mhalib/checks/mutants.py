@@ -1,0 +1,349 @@
+"""Mutants of the answer key (issue 22): the search over small changes, made from the key's own
+code instead of a hand-written list.
+
+Every small edit a slip makes (:mod:`mhalib.checks.mutant_edits`: an operator changed, a term
+dropped, a constant moved by one, a keyword or a transpose left out, two arguments swapped, one
+variable used for another, a bound off by one) is tried on the answer key
+(``mhalib.reference.<name>``) and on the answer-key helpers it calls (``softmax`` inside
+``attention``, ``repeat_kv`` inside grouped-query attention), one at a time, and each kind of
+edit also in every place it applies at once (``keepdims=True`` left out of both reductions).
+
+The key is compiled once, as a schema: every editable node becomes a chain
+``alternative_1 if 1 in ACTIVE else (... else original)``, so one mutant is one call with
+``ACTIVE`` set, not one compilation. A mutant is named only when it reproduces the learner's
+output on every failing case given (several sizes, so one case's coincidence does not count);
+when two edits in different places fit, both are said, and when more fit none is. Messages show
+the edited fragment in the contract's argument names, never the key's whole statement.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import inspect
+import textwrap
+import time
+import types
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from mhalib.checks import mutant_edits
+
+# seconds a diagnosis may spend building (once per key and process) and trying mutants: the
+# visible judge answers while the learner waits (within 0.25 s in all), the grader need not
+QUICK_BUDGET_S = 0.1
+GRADING_BUDGET_S = 1.0
+KEY_MODULES = ("mhalib.reference", "mhalib.accounting")
+ACTIVE = "__mhalib_active_edits__"
+
+
+@dataclass(frozen=True, eq=False)
+class Mutant:
+    """Edits switched on together (``ids``: ``(node, new)`` pairs in ``edits``) in the function
+    ``where`` (empty: the key itself); ``nodes`` are the edited subtrees (for overlaps),
+    ``swap`` the ``(variable, used instead)`` of a mix-up of variables, ``said`` what shows the
+    edits (rendered only for a mutant that fits)."""
+
+    where: str
+    ids: frozenset
+    edits: tuple
+    nodes: frozenset
+    swap: tuple | None
+    said: object
+
+    @property
+    def sentence(self) -> str:
+        inside = f" (inside {self.where})" if self.where else ""
+        fragments = " and ".join(f"`{old}` computed as `{new}`"
+                                 for old, new in (self.said(n, e) for n, e in self.edits))
+        everywhere = " (the same slip in each place)" if len(self.edits) > 1 else ""
+        return f"{fragments}{everywhere}{inside}"
+
+
+def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S
+                     ) -> tuple[str, str] | None:
+    """``(flag, message)`` naming the edit of the answer key that reproduces every recorded
+    failing ``(case, result)`` (at most three), or None; tries mutants in order until
+    ``budget_s`` seconds (the schema's first build included) have passed."""
+    recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
+    if not recorded or not _default_expected(exercise):
+        return None
+    from mhalib.checks.answer_key import answer_key
+
+    started = time.perf_counter()
+    schema = _schema(answer_key(exercise.name))
+    if schema is None:
+        return None
+    compute = _computer(exercise, schema.function)
+    seen_values = _locals_seen(schema, compute, recorded[0][0])
+    fits: list[Mutant] = []
+    for mutant in schema.mutants:
+        if mutant.swap is not None and not _alike(seen_values.get(mutant.where, {}),
+                                                  *mutant.swap):
+            continue
+        if time.perf_counter() - started > budget_s:
+            break
+        schema.active.clear()
+        schema.active.update(mutant.ids)
+        try:
+            if not all(_reproduces(exercise, case, compute, result.get("output"))
+                       for case, result in recorded):
+                continue
+        finally:
+            schema.active.clear()
+        if any(mutant.nodes & seen.nodes for seen in fits):
+            continue  # the same place said another way (keepdims left out, or set False)
+        fits.append(mutant)
+        if len(fits) > 2:
+            return None  # too many readings: none of them can be trusted to be the slip
+    if not fits:
+        return None
+    lead = ("your output is exactly what the right computation gives with one change: "
+            if len(fits) == 1 else "two single changes of the right computation give exactly "
+            "your output: ")
+    flag = f"mutant:{fits[0].where or 'key'}:{min(fits[0].ids)}"
+    return flag, lead + " Or: ".join(m.sentence for m in fits) + "."
+
+
+def _locals_seen(schema, compute, case) -> dict[str, dict]:
+    """The key's and its helpers' local variables when they return on ``case`` (the last
+    call's), by function name ("" for the key), to tell which variables could be mixed up."""
+    import sys
+
+    codes = {code: where for where, code in schema.codes.items()}
+    seen: dict[str, dict] = {}
+
+    def watch(frame, event, arg):
+        if event == "return" and frame.f_code in codes:
+            seen[codes[frame.f_code]] = dict(frame.f_locals)
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            compute(case)
+    except Exception:
+        pass
+    finally:
+        sys.setprofile(previous)
+    return seen
+
+
+def _alike(values: dict, name: str, other: str) -> bool:
+    """True when ``other`` could stand where ``name`` is: both arrays (or tensors) of one
+    shape, or both ints, or both floats."""
+    if name not in values or other not in values:
+        return False
+    a, b = values[name], values[other]
+    shape_a, shape_b = getattr(a, "shape", None), getattr(b, "shape", None)
+    if shape_a is not None or shape_b is not None:
+        return shape_a is not None and tuple(shape_a) == tuple(shape_b or (None,))
+    for kind in (bool, int, float):
+        if isinstance(a, kind) or isinstance(b, kind):
+            return isinstance(a, kind) and isinstance(b, kind)
+    return False
+
+
+def _default_expected(exercise) -> bool:
+    """True when the exercise's expected output is its answer key on the case's inputs."""
+    from mhalib.checks.exercise import Exercise
+    from mhalib.checks.torch_exercise import TorchExercise
+
+    return type(exercise).expected in (Exercise.expected, TorchExercise.expected)
+
+
+def _reproduces(exercise, case, compute, received) -> bool:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return exercise.reproduces(case, compute, received)
+
+
+def _computer(exercise, function):
+    from mhalib.checks.torch_exercise import TorchExercise, torch_model
+
+    if isinstance(exercise, TorchExercise):
+        return torch_model(function)
+
+    def compute(case):
+        return function(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+    return compute
+
+
+# -- the schema -----------------------------------------------------------------------------------
+@dataclass
+class _Schema:
+    function: types.FunctionType  # the key, every edit switchable through ``active``
+    active: set
+    mutants: list
+    codes: dict  # function name ("" for the key) -> its schema's code object
+
+
+@functools.lru_cache(maxsize=64)
+def _schema(key) -> _Schema | None:
+    """The key compiled with every edit switchable, and its mutants (built once per key):
+    the key's own edits first, then its helpers' (and theirs: ``softmax`` inside ``attention``
+    inside multi-head attention), then mix-ups of variables."""
+    active: set = set()
+    counter = iter(range(1, 10**9))
+    codes: dict = {}
+    built = _build(key, "", active, counter, codes, depth=0, seen={key})
+    if built is None:
+        return None
+    function, mutants = built
+    ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != ""))
+    return _Schema(function, active, ordered, codes)
+
+
+def _build(function, where, active, counter, codes, depth, seen):
+    """``(schema function, mutants)`` of ``function`` and of the helpers it calls (two levels
+    down), or None."""
+    helpers, mutants = {}, []
+    for name, helper in (_helpers(function) if depth < 2 else []):
+        if helper in seen:
+            continue
+        built = _build(helper, name, active, counter, codes, depth + 1, seen | {helper})
+        if built is not None:
+            helpers[name], helper_mutants = built
+            mutants.extend(helper_mutants)
+    built = _instrument(function, active, counter, where, overrides=helpers)
+    if built is None:
+        return None
+    compiled, own = built
+    codes.setdefault(where, compiled.__code__)
+    return compiled, own + mutants
+
+
+def _helpers(function):
+    """``(name, function)`` of the answer-key functions ``function`` calls by name."""
+    tree = _parsed(function)
+    if tree is None:
+        return []
+    seen, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            target = function.__globals__.get(name)
+            if (name not in seen and inspect.isfunction(target)
+                    and target.__module__.startswith(KEY_MODULES)):
+                seen.add(name)
+                found.append((name, target))
+    return found
+
+
+def _parsed(function) -> ast.FunctionDef | None:
+    """``function``'s definition, freshly parsed, or None."""
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    node = ast.parse(source).body[0]
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _instrument(function, active, counter, where, overrides):
+    """``(schema function, mutants)`` for ``function``, or None when it cannot be built."""
+    tree = _parsed(function)
+    if tree is None:
+        return None
+    module_globals = function.__globals__
+    found = mutant_edits.sites(tree, module_globals)
+    aliases = mutant_edits.aliases_of(tree, module_globals)
+    parents = mutant_edits.parents_of(tree)
+    by_node = {id(n): n for n in ast.walk(tree)}
+    chains: dict[int, list[tuple[int, ast.AST]]] = {}
+    mutants: list[Mutant] = []
+    kinds: dict[tuple, list[tuple[int, ast.AST, tuple]]] = {}
+    def said(node, new):
+        return mutant_edits.say(tree, node, new, aliases, parents)
+
+    for node_id, alternatives in found.items():
+        node = by_node[node_id]
+        subtree = frozenset(id(n) for n in ast.walk(node))
+        for new in alternatives:
+            edit_id = next(counter)
+            chains.setdefault(node_id, []).append((edit_id, new))
+            kind = mutant_edits.kind_of(node, new)
+            swap = kind[1:] if kind is not None and kind[0] == "variable" else None
+            mutants.append(Mutant(where, frozenset({edit_id}), ((node, new),), subtree, swap,
+                                  said))
+            if kind is not None:
+                kinds.setdefault(kind, []).append((edit_id, node, new))
+    mutants += _everywhere(where, kinds, said)
+    switched = copy.deepcopy(tree)  # the original stays as it reads, for the messages
+    twins = {id(a): b for a, b in zip(ast.walk(tree), ast.walk(switched))}
+    chains = {id(twins[node_id]): chain for node_id, chain in chains.items()}
+    compiled = _compile(switched, chains, function, active, overrides)
+    return (compiled, mutants) if compiled is not None else None
+
+
+def _everywhere(where, kinds, said) -> list[Mutant]:
+    """One mutant per kind of edit found in two or more places that do not nest."""
+    found = []
+    for kind, places in kinds.items():
+        if len(places) < 2:
+            continue
+        subtrees = [frozenset(id(n) for n in ast.walk(node)) for _, node, _ in places]
+        if sum(len(s) for s in subtrees) != len(frozenset().union(*subtrees)):
+            continue  # one place inside another
+        swap = kind[1:] if kind[0] == "variable" else None
+        found.append(Mutant(where, frozenset(i for i, _, _ in places),
+                            tuple((node, new) for _, node, new in places),
+                            frozenset().union(*subtrees), swap, said))
+    return found
+
+
+class _Switches(ast.NodeTransformer):
+    """Each edited node becomes ``new_1 if id_1 in ACTIVE else (... else node)``."""
+
+    def __init__(self, chains):
+        self.chains = chains
+
+    def visit(self, node):
+        chain = self.chains.get(id(node))
+        node = self.generic_visit(node)
+        if not chain:
+            return node
+        result = node
+        for edit_id, new in reversed(chain):
+            test = ast.Compare(ast.Constant(edit_id), [ast.In()], [ast.Name(ACTIVE, ast.Load())])
+            result = _located(ast.IfExp(test, _located(new, node), result), node)
+        return result
+
+
+def _located(new, like):
+    """``new`` with the source position of ``like`` on every node that has none (the nodes it
+    shares with the original keep theirs), without walking into located subtrees."""
+    pending = [new]
+    while pending:
+        node = pending.pop()
+        if "lineno" in node._attributes and hasattr(node, "lineno"):
+            continue
+        if "lineno" in node._attributes:
+            ast.copy_location(node, like)
+        pending.extend(ast.iter_child_nodes(node))
+    return new
+
+
+def _compile(tree, chains, function, active, overrides):
+    tree = _Switches(chains).visit(tree)
+    tree.decorator_list = []
+    tree.returns = None
+    for argument in tree.args.args + tree.args.kwonlyargs:
+        argument.annotation = None
+    module = ast.Module(body=[tree], type_ignores=[])
+    namespace = dict(function.__globals__)
+    namespace.update(overrides)
+    namespace[ACTIVE] = active
+    try:
+        exec(compile(module, f"<answer key {function.__name__}, every slip switchable>", "exec"),
+             namespace)
+    except Exception:
+        return None
+    compiled = namespace[tree.name]
+    compiled.__defaults__ = function.__defaults__
+    compiled.__kwdefaults__ = function.__kwdefaults__
+    return compiled
