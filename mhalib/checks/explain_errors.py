@@ -256,6 +256,25 @@ def _assertion(exercise, case, last, line, named):
             "checks is not one the contract promises (check which sizes it compares).")
 
 
+def _empty_reduction(exercise, case, last, line, named):
+    if not re.search(r"reduction dim -?\d+ to have non-zero size|zero-size array to reduction|"
+                     r"on tensor with no elements|empty sequence", last):
+        return None
+    return ("empty_reduction", "a maximum (or another reduction with no value for nothing) was "
+            "taken over an axis with 0 entries: the tensor was empty along it at that point. "
+            "Usually a slice or a loop range that is empty (a stop at or before its start, a "
+            "bound off by one), or keys read before the new token's own key was added")
+
+
+def _own_refusal(exercise, case, last, line, named):
+    if not line.lstrip().startswith("raise") or getattr(case, "must_raise", ""):
+        return None
+    return ("own_refusal", "your own argument check refused a valid input (the contract "
+            "accepts this case): the condition that raises is wrong, e.g. written the wrong "
+            "way round (num_heads % d_model for d_model % num_heads), comparing the wrong "
+            "sizes, or == where != is meant")
+
+
 def _none_defaults(exercise) -> list[str]:
     return [name for name, p in _parameters(exercise).items() if p.default is None]
 
@@ -269,5 +288,5 @@ def _parameters(exercise) -> dict:
         return {}
 
 
-_RULES = (_library_mixup, _numpy_transpose, _float_size, _none_default, _view, _reshape,
-          _matmul, _expand, _index, _broadcast, _dtype, _assertion)
+_RULES = (_library_mixup, _own_refusal, _numpy_transpose, _float_size, _none_default, _view,
+          _reshape, _matmul, _expand, _index, _empty_reduction, _broadcast, _dtype, _assertion)
