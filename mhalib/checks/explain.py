@@ -6,16 +6,24 @@ Tried in order on the failing cases, each only when the checker's own models nam
    :mod:`mhalib.checks.search`): the change that reproduces most failing outputs is named;
 2. for a count, the failing cases read together as the right count **times a ratio of sizes or
    plus one term** (:mod:`mhalib.checks.explain_counts`);
-3. what the output **reads back** (:mod:`mhalib.checks.readbacks`): an attention output's
+3. the answer key's **mutants** (:mod:`mhalib.checks.mutants`): every single small edit of the
+   key's own code and of the answer-key helpers it calls (an operator, a constant, a keyword,
+   a transpose, a variable, a bound), each kind also in every place at once; the edit that
+   reproduces every failing output is named by the fragment it changes (within
+   :data:`~mhalib.checks.mutants.QUICK_BUDGET_S` on the visible suite), then the key on
+   **inputs read another way** (:mod:`mhalib.checks.input_edits`: -inf as 0, a mask inverted or
+   transposed, heads taken strided instead of as contiguous blocks);
+4. what the output **reads back** (:mod:`mhalib.checks.readbacks`): an attention output's
    weights (which keys each query used, whether rows sum to 1, the scores' scale, whose values
    were averaged), a merge's shares, a softmax gradient's row term, RoPE's exponents and pairing,
    the entries a head score averaged;
-4. its **properties** (``properties()``, see :mod:`mhalib.checks.properties`): the first one a
+5. its **properties** (``properties()``, see :mod:`mhalib.checks.properties`): the first one a
    failing output breaks, with the input and what it implies about the code;
-5. the **output's form**: values of the right set in the wrong places, a whole axis reversed,
+6. the **output's form**: values of the right set in the wrong places (the order of axes they
+   were read in, :mod:`mhalib.checks.explain_axes`), a whole axis reversed,
    one constant factor away (named by the case's sizes), NaN only where rows have no key,
    extra or mis-sized axes (named by the case's sizes), a float count where an int is due;
-6. an **exception**, explained (a shape mismatch: which sizes disagree and what they are in the
+7. an **exception**, explained (a shape mismatch: which sizes disagree and what they are in the
    case; numpy's transpose(1, 2); a float size from '/'; .view on a non-contiguous tensor;
    None used as a number), then the exception's own last line.
 
@@ -77,8 +85,8 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
     def from_mutants(exercise, recorded):
         return mutant_diagnosis(exercise, recorded, budget)
 
-    for step in (_from_search, _from_count_terms, from_mutants, _from_readbacks,
-                 _from_properties):
+    for step in (_from_search, _from_count_terms, from_mutants, _from_input_edits,
+                 _from_readbacks, _from_properties):
         try:
             found = step(exercise, recorded)
         except Exception:  # a diagnosis must never crash the judge
@@ -143,11 +151,17 @@ def _from_search(exercise, recorded):
 
 
 def _from_count_terms(exercise, recorded):
-    if getattr(exercise, "search_space_for", None) is None:
-        return None  # not a count exercise
-    from mhalib.checks.explain_counts import explain_count_terms
+    from mhalib.checks.explain_counts import explain_count_terms, explain_off_by_one
 
+    if getattr(exercise, "search_space_for", None) is None:
+        return explain_off_by_one(exercise, recorded)  # not a count exercise: a number?
     return explain_count_terms(exercise, recorded)
+
+
+def _from_input_edits(exercise, recorded):
+    from mhalib.checks.input_edits import input_edit_diagnosis
+
+    return input_edit_diagnosis(exercise, recorded)
 
 
 def _from_readbacks(exercise, recorded):

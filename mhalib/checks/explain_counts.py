@@ -84,11 +84,14 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
         return None
     key = rows[0][0]
     rows = [r for r in rows if r[0] == key]
+    where = f"the {key!r} count" if key is not None else "your count"
+    off = _off_by_one(rows, where)
+    if off is not None:
+        return off
     distinct = {tuple(sorted(r[3].items())) for r in rows}
     if len(distinct) < 2:
         return None
     names = sorted(set.intersection(*(set(r[3]) for r in rows)))[:MAX_NAMES]
-    where = f"the {key!r} count" if key is not None else "your count"
     for monomial in _monomials(names, RATIO_EXPONENTS, RATIO_FACTORS):
         ratios = [got / want / _value(monomial, named) if want else None
                   for _, got, want, named in rows]
@@ -113,6 +116,53 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
             else:
                 meaning = f"misses a term {term}: a part of the count was left out"
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
+    return _term_swapped(rows, names, where)
+
+
+def explain_off_by_one(exercise, recorded) -> tuple[str, str] | None:
+    """For any exercise whose answer is a number: ``(flag, message)`` when it is exactly one
+    more (or one less) than the right one on every failing case, else None."""
+    rows = []
+    for case, result in recorded:
+        rows += [(key, got, want, {}) for key, got, want in _numbers(
+            result.get("output"), exercise.expected(case))]
+    if not rows or len({r[0] for r in rows}) != 1:
+        return None
+    key = rows[0][0]
+    return _off_by_one(rows, f"the {key!r} value" if key is not None else "your answer")
+
+
+def _off_by_one(rows, where) -> tuple[str, str] | None:
+    steps = {got - want for _, got, want, _ in rows}
+    if steps not in ({1.0}, {-1.0}):
+        return None
+    more = steps == {1.0}
+    return "count:off_by_one", (
+        f"{where} is exactly one {'more' if more else 'less'} than the right one on every "
+        f"failing case: a loop or a search that stops one step {'late' if more else 'early'}, "
+        "a < where <= is meant (or the other way round), or a + 1 / - 1 too many.")
+
+
+def _term_swapped(rows, names, where) -> tuple[str, str] | None:
+    """One term counted with other sizes of the same degree (``2 N d^2`` for ``2 N^2 d``): the
+    difference is ``c * (m1 - m2)`` on every failing case, ``c`` a plain constant."""
+    monomials = _monomials(names, TERM_EXPONENTS, 3)
+    for counted, meant in itertools.permutations(monomials, 2):
+        if sum(counted.values()) != sum(meant.values()):
+            continue
+        terms = []
+        for _, got, want, named in rows:
+            gap = _value(counted, named) - _value(meant, named)
+            terms.append((got - want) / gap if gap else None)
+        constant = _nice(terms[0]) if terms[0] is not None else None
+        if constant is None or constant <= 0 or not all(
+                t is not None and math.isclose(t, float(constant), rel_tol=1e-9) for t in terms):
+            continue
+        factor = "" if constant == 1 else f"{constant} * "
+        return "count:term_swapped", (
+            f"{where} counts a term {factor}{_say(counted)} where {factor}{_say(meant)} belongs "
+            "(the same difference on every failing case): one product's sizes are mixed up "
+            "(which axis is N and which is d).")
     return None
 
 

@@ -88,15 +88,26 @@ def _reshape(exercise, case, last, line, named):
     product = 1
     for n in shape:
         product *= n
+    given = {name for name, p in _parameters(exercise).items() if name in named}
+    named = {**_quotients(named), **named}  # d_model / num_heads is a size of this case too
+    candidates = []  # (position, size there, the size that would fit)
     for i, entry in enumerate(shape):
         rest = product // entry if entry else 0
         if rest and size % rest == 0:
             fits = size // rest
-            names = [n for n, v in named.items() if v == fits]
-            if names and fits != entry:
-                return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor "
-                        f"of {size}: its size {_say(entry, named)} at position {i} should be "
-                        f"{_say(fits, named)} for this tensor.")
+            if fits != entry and any(v == fits for v in named.values()):
+                candidates.append((i, entry, fits))
+    chosen = [c for c in candidates if not any(named[g] == c[1] for g in given)] or candidates
+    if len(chosen) == 1:
+        i, entry, fits = chosen[0]
+        return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
+                f"{size}: its size {_say(entry, named)} at position {i} should be "
+                f"{_say(fits, named)} for this tensor{_made_of(entry, fits, named)}.")
+    if chosen:
+        said = " or ".join(f"the {_say(entry, named)} at position {i} should be "
+                           f"{_say(fits, named)}" for i, entry, fits in chosen[:3])
+        return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
+                f"{size}: one size is wrong: {said}.")
     return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "
             "values: one of the sizes it uses belongs to another tensor.")
 
@@ -104,6 +115,25 @@ def _reshape(exercise, case, last, line, named):
 _MATMUL = (r"size (\d+) is different from (\d+)",
            r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
            r"Expected size for first two dimensions of batch2 tensor to be: \[[\d, ]+\] but got:")
+
+
+def _quotients(named: dict[str, int]) -> dict[str, int]:
+    """``{"x.shape[2] / num_heads": 4}``: the sizes one of the case's sizes divided by another
+    gives (a head width), when it divides."""
+    return {f"{a} / {b}": va // vb for a, va in named.items() for b, vb in named.items()
+            if a != b and 1 < vb < va and va % vb == 0 and "/" not in a + b}
+
+
+def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:
+    """`` (your 6 is d_model // num_heads)``: what the wrong size was computed from, when a
+    quotient of two of the case's sizes gives it and not the right one."""
+    for a, va in named.items():
+        for b, vb in named.items():
+            if a != b and vb > 1 and "/" not in a + b and va // vb == wrong and \
+                    va % vb == 0 and va // vb != right:
+                return (f" (your {wrong} is {a} // {b}: a size computed from the wrong "
+                        "dimension)")
+    return ""
 
 
 def _matmul(exercise, case, last, line, named):
@@ -267,8 +297,9 @@ def _empty_reduction(exercise, case, last, line, named):
 
 
 def _own_refusal(exercise, case, last, line, named):
-    if not line.lstrip().startswith("raise") or getattr(case, "must_raise", ""):
-        return None
+    if not line.lstrip().startswith("raise") or getattr(case, "must_raise", "") or \
+            not last.startswith(("ValueError", "TypeError")):
+        return None  # (NotImplementedError: the exercise is not written yet)
     return ("own_refusal", "your own argument check refused a valid input (the contract "
             "accepts this case): the condition that raises is wrong, e.g. written the wrong "
             "way round (num_heads % d_model for d_model % num_heads), comparing the wrong "

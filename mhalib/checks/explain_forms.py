@@ -29,8 +29,8 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
         return None
     e, r = e.astype(np.float64), r.astype(np.float64)
-    return _nan(case, e, r, path) or _factor(e, r, path, named) or _placement(e, r, path,
-                                                                                named)
+    return (_nan(case, e, r, path) or _triangle(e, r, path) or _factor(e, r, path, named)
+            or _placement(e, r, path, named))
 
 
 def _expected(exercise, case):
@@ -74,6 +74,26 @@ def _scalar(e, r, path, named):
             f"factor of {name.removeprefix('1/')} is {'missing' if r < e else 'one too many'}.")
 
 
+def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
+    """How a wrong size relates to the right one, when simply: one off, or one factor of a
+    product of the case's sizes one off (``4 = num_kv_heads x (n_rep - 1)``)."""
+    if abs(got - want) == 1:
+        return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
+                "one step off)")
+    for a, va in named.items():
+        for b, vb in named.items():
+            if a >= b or va * vb != want:
+                continue
+            for (first, second, fa, fb) in ((a, b, va, vb), (b, a, vb, va)):
+                for step in (-1, 1):
+                    if fa * (fb + step) == got:
+                        sign = "-" if step < 0 else "+"
+                        return (f" ({got} = {first} x ({second} {sign} 1): one {second} too "
+                                f"{'few' if step < 0 else 'many'} for each {first}, a loop or a "
+                                "range one step off)")
+    return ""
+
+
 def _shape(want, got, path, named):
     if len(got) > len(want):
         squeezed = tuple(n for n in got if n != 1)
@@ -109,8 +129,8 @@ def _shape(want, got, path, named):
                  "its size was computed from another axis or argument, or only one result "
                  "along it was kept (the last step's, or a sum or mean over it)" if got[i] == 1
                  else
-                 f"axis {i} has {_say(got[i], named)} where it should have "
-                 f"{_say(want[i], named)}" for i in wrong]
+                 f"axis {i} has {got[i]} where it should have {_say(want[i], named)}"
+                 + _size_relation(got[i], want[i], named) for i in wrong]
         same = int(np.prod(got)) == int(np.prod(want))
         return ("form:shape", f"{path} has shape {got} for {want}: " + "; ".join(parts)
                 + (" (the same number of values: a reshape used the sizes in the wrong order "
@@ -131,15 +151,33 @@ def _nan(case, e, r, path):
                     "there, so guard the division (or replace those rows) in this output too.")
     arrays = [a for a in list(case.args) + list(case.kwargs.values())
               if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size]
-    if any(np.isinf(a).any() for a in arrays):
-        return None  # -inf inputs (empty sets) make overflow one explanation among several
-    largest = max((float(np.max(np.abs(a))) for a in list(case.args) + list(
-        case.kwargs.values()) if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size),
-        default=0.0)
-    if largest >= 80:
+    finite = [np.abs(a[np.isfinite(a)]) for a in arrays]
+    largest = max((float(f.max()) for f in finite if f.size), default=0.0)
+    if largest < 80:
+        return None
+    fix = ("exp overflowed. The shift before exp must make every exponent <= 0: subtract "
+           "the maximum first (adding it, or shifting by something else, overflows)")
+    if any(np.isinf(a).any() for a in arrays):  # -inf inputs (empty sets): a second reading
         return ("form:overflow", f"{path} has NaN or inf on inputs as large as {largest:g}: "
-                "exp overflowed. The shift before exp must make every exponent <= 0: subtract "
-                "each slice's maximum (adding it, or shifting by something else, overflows).")
+                f"{fix}; or an input of -inf (nothing there) was not guarded: -inf - (-inf) "
+                "and 0 * inf are NaN.")
+    return ("form:overflow", f"{path} has NaN or inf on inputs as large as {largest:g}: {fix}.")
+
+
+def _triangle(e, r, path):
+    """The right values on one side of the diagonal of the last two axes and 0 on the other."""
+    if e.ndim < 2 or e.shape[-1] != e.shape[-2] or e.shape[-1] < 2:
+        return None
+    n = e.shape[-1]
+    for offset in (0, 1, -1):
+        for kept, filled, empty in (("upper", np.triu, "below"), ("lower", np.tril, "above")):
+            mask = filled(np.ones((n, n), dtype=bool), offset if kept == "upper" else -offset)
+            if np.allclose(r, np.where(mask, e, 0.0), rtol=1e-6, atol=1e-9):
+                side = ("on and " if offset == 0 else "") + (
+                    "above" if kept == "upper" else "below")
+                return ("form:triangle", f"{path} is right {side} the diagonal and 0 {empty} "
+                        "it: only one triangle of the matrix was filled (a loop over j that "
+                        "starts at i, or ends at i, without filling the other half).")
     return None
 
 

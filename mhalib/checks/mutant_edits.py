@@ -10,7 +10,10 @@ stand in its place after one slip:
   exponent), a flag flipped;
 - a keyword left out (``keepdims=True``), a call left out (``sqrt(d)`` as ``d``, a transpose
   or a softmax skipped), two neighbouring arguments swapped, ``.T`` left out;
-- one variable used where another belongs; for a count, a size off by one;
+- one variable used where another belongs, or an int variable hard-coded (0, 1, -1); for a
+  count, a size off by one;
+- a reshape straight to the final shape where the key reshapes and then transposes (heads
+  split without a transpose); an accumulation (``+=``) that overwrites instead;
 - a slice bound off by one, or left out.
 
 Argument checks (statements that raise, and calls of :mod:`mhalib.validate`), docstrings and
@@ -36,7 +39,10 @@ _COMPARE_SWAPS = {
     ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
     ast.GtE: (ast.Gt, ast.LtE), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,),
 }
-_UNWRAPPED_METHODS = ("transpose", "swapaxes", "t", "contiguous", "float", "double", "to")
+_UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis", "t", "contiguous",
+                      "float", "double", "to")
+_RESHAPES = ("reshape", "view")
+PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
 
 
 def sites(tree: ast.FunctionDef, module_globals: dict) -> dict[int, list[ast.AST]]:
@@ -79,6 +85,10 @@ def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
         return ("constant", repr(node.value), repr(new.value))
     if isinstance(node, ast.Name) and isinstance(new, ast.Name):
         return ("variable", node.id, new.id)
+    if isinstance(node, ast.Name) and isinstance(new, ast.Constant):
+        return ("pinned", node.id, repr(new.value))
+    if isinstance(node, ast.Subscript) and isinstance(new, ast.Subscript):
+        return _slice_kind(node.slice, new.slice)
     if isinstance(node, ast.Call) and isinstance(new, ast.Call) and node.func is new.func \
             and len(new.keywords) < len(node.keywords):
         dropped = {k.arg for k in node.keywords} - {k.arg for k in new.keywords}
@@ -94,8 +104,9 @@ def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, s
     while id(shown) in parents and (_too_small(shown) or isinstance(
             parents[id(shown)], (ast.keyword, ast.UnaryOp, ast.Slice))):
         shown = parents[id(shown)]
-    if isinstance(shown, (ast.keyword, ast.Slice)) and id(shown) in parents:
-        shown = parents[id(shown)]
+    while id(shown) in parents and (isinstance(shown, (ast.keyword, ast.Slice)) or (
+            isinstance(shown, ast.Tuple) and isinstance(parents[id(shown)], ast.Subscript))):
+        shown = parents[id(shown)]  # a bound or an index shown with what it indexes
     old, new_text = _render(shown, aliases), _render(_replaced(shown, node, new), aliases)
     if len(old) > MAX_SAID or len(new_text) > MAX_SAID:
         return _render(node, aliases), _render(new, aliases)
@@ -126,6 +137,27 @@ def aliases_of(tree: ast.FunctionDef, module_globals: dict) -> dict[str, str]:
             if len(names) == 1 and getattr(target, "__module__", "") == VALIDATOR_MODULE:
                 aliases[local] = names[0]
     return aliases
+
+
+def _slice_kind(old, new) -> tuple | None:
+    """How one bound of a subscript's slices changed: ``("slice", "upper-1")``, ``("slice",
+    "last_only")``, ``("slice", "lower_dropped")``..."""
+    olds = old.elts if isinstance(old, ast.Tuple) else [old]
+    news = new.elts if isinstance(new, ast.Tuple) else [new]
+    for before, after in zip(olds, news):
+        if before is after or not isinstance(after, ast.Slice):
+            continue
+        if before.lower is None and after.lower is not None:
+            return ("slice", "last_only")
+        for field in ("lower", "upper"):
+            was, now = getattr(before, field), getattr(after, field)
+            if was is now:
+                continue
+            if now is None:
+                return ("slice", f"{field}_dropped")
+            sign = "+" if isinstance(now, ast.BinOp) and isinstance(now.op, ast.Add) else "-"
+            return ("slice", f"{field}{sign}1")
+    return None
 
 
 def _too_small(node) -> bool:
@@ -181,11 +213,14 @@ def _is_count(tree) -> bool:
 
 def _replacements(node, variables, counting):
     """Every small edit of one node (new nodes sharing the original's children)."""
+    if isinstance(node, ast.AugAssign):
+        yield ast.Assign([node.target], node.value)  # overwritten where it should accumulate
+        return
     if isinstance(node, ast.BinOp):
         for op in _OPERATOR_SWAPS.get(type(node.op), ()):
             yield ast.BinOp(node.left, op(), node.right)
-        if isinstance(node.op, ast.MatMult):
-            yield ast.BinOp(node.right, ast.MatMult(), node.left)
+        if isinstance(node.op, (ast.MatMult, ast.Sub, ast.Div)):
+            yield ast.BinOp(node.right, type(node.op)(), node.left)  # operands swapped
         yield node.left  # the right term or factor dropped
         yield node.right  # the left one dropped
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -204,6 +239,7 @@ def _replacements(node, variables, counting):
         yield from _slice_edits(node)
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
         yield from (ast.Name(other, ast.Load()) for other in variables if other != node.id)
+        yield from (ast.Constant(value) for value in PINNED)  # a hard-coded axis or size
         if counting:
             for op in (ast.Add, ast.Sub):
                 yield ast.BinOp(ast.Name(node.id, ast.Load()), op(), ast.Constant(1))
@@ -227,7 +263,49 @@ def _constant_edits(value):
             yield new
 
 
+def _int_of(node) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_of(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _reshaped_straight(node: ast.Call):
+    """``x.reshape(a, b, c, d).transpose(1, 2)`` as ``x.reshape(a, c, b, d)``: the reshape
+    straight to the final shape that a missing transpose makes (heads split without one)."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("transpose", "swapaxes", "permute")
+            and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Attribute)
+            and func.value.func.attr in _RESHAPES):
+        return None
+    inner = func.value
+    shape = list(inner.args[0].elts) if (len(inner.args) == 1 and isinstance(
+        inner.args[0], (ast.Tuple, ast.List))) else list(inner.args)
+    axes = [_int_of(a) for a in node.args]
+    if not shape or any(a is None for a in axes) or any(isinstance(s, ast.Starred)
+                                                         for s in shape):
+        return None
+    n = len(shape)
+    axes = [a % n for a in axes]
+    if func.attr == "permute" or (func.attr == "transpose" and len(axes) == n > 2):
+        if sorted(axes) != list(range(n)):
+            return None
+        order = axes
+    else:
+        if len(axes) != 2:
+            return None
+        order = list(range(n))
+        order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]
+    return ast.Call(ast.Attribute(inner.func.value, inner.func.attr, ast.Load()),
+                    [shape[i] for i in order], [])
+
+
 def _call_edits(node: ast.Call):
+    straight = _reshaped_straight(node)
+    if straight is not None:
+        yield straight
     for i, keyword in enumerate(node.keywords):
         if keyword.arg is not None:
             yield ast.Call(node.func, node.args, node.keywords[:i] + node.keywords[i + 1:])
@@ -247,15 +325,36 @@ def _slice_edits(node: ast.Subscript):
     for position, bounds in enumerate(parts):
         if not isinstance(bounds, ast.Slice):
             continue
+        if bounds.lower is None and bounds.upper is not None and bounds.step is None:
+            last = ast.Slice(_shifted(bounds.upper, -1), bounds.upper)
+            yield _subscript(node, parts, position, last)  # only the last entry kept
         for field in ("lower", "upper"):
             bound = getattr(bounds, field)
             if bound is None:
                 continue
-            for new_bound in (ast.BinOp(bound, ast.Add(), ast.Constant(1)),
-                              ast.BinOp(bound, ast.Sub(), ast.Constant(1)), None):
+            for new_bound in (_shifted(bound, 1), _shifted(bound, -1), None):
                 changed = ast.Slice(bounds.lower, bounds.upper, bounds.step)
                 setattr(changed, field, new_bound)
-                new_parts = parts[:position] + [changed] + parts[position + 1:]
-                index = (ast.Tuple(new_parts, ast.Load()) if isinstance(node.slice, ast.Tuple)
-                         else changed)
-                yield ast.Subscript(node.value, index, ast.Load())
+                yield _subscript(node, parts, position, changed)
+
+
+def _shifted(bound, delta: int):
+    """``bound + delta`` as it would be written (``t + 1`` shifted by -1 is ``t``)."""
+    if isinstance(bound, ast.BinOp) and isinstance(bound.op, (ast.Add, ast.Sub)) and isinstance(
+            bound.right, ast.Constant) and type(bound.right.value) is int:
+        step = bound.right.value if isinstance(bound.op, ast.Add) else -bound.right.value
+        total = step + delta
+        if total == 0:
+            return bound.left
+        op = ast.Add() if total > 0 else ast.Sub()
+        return ast.BinOp(bound.left, op, ast.Constant(abs(total)))
+    if isinstance(bound, ast.Constant) and type(bound.value) is int:
+        return ast.Constant(bound.value + delta)
+    return ast.BinOp(bound, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(abs(delta)))
+
+
+def _subscript(node: ast.Subscript, parts, position, changed) -> ast.Subscript:
+    """``node`` with its index ``position`` (of ``parts``) replaced by ``changed``."""
+    new_parts = parts[:position] + [changed] + parts[position + 1:]
+    index = ast.Tuple(new_parts, ast.Load()) if isinstance(node.slice, ast.Tuple) else changed
+    return ast.Subscript(node.value, index, ast.Load())

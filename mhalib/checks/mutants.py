@@ -32,10 +32,13 @@ import numpy as np
 
 from mhalib.checks import mutant_edits
 
-# seconds a diagnosis may spend building (once per key and process) and trying mutants: the
-# visible judge answers while the learner waits (within 0.25 s in all), the grader need not
+# The grader tries at most MAX_TRIED mutants (after the ones a case cannot tell apart are
+# skipped), so that the same submission always gets the same diagnosis, with a time limit that
+# only a machine in trouble reaches; the visible judge answers while the learner waits (within
+# 0.25 s in all), so it stops after QUICK_BUDGET_S seconds (the schema's first build included).
+MAX_TRIED = 1500
 QUICK_BUDGET_S = 0.1
-GRADING_BUDGET_S = 1.0
+GRADING_BUDGET_S = 30.0
 KEY_MODULES = ("mhalib.reference", "mhalib.accounting")
 ACTIVE = "__mhalib_active_edits__"
 
@@ -63,13 +66,13 @@ class Mutant:
         return f"{fragments}{everywhere}{inside}"
 
 
-def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S
-                     ) -> tuple[str, str] | None:
+def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
+                     max_tried: int = MAX_TRIED) -> tuple[str, str] | None:
     """``(flag, message)`` naming the edit of the answer key that reproduces every recorded
-    failing ``(case, result)`` (at most three), or None; tries mutants in order until
-    ``budget_s`` seconds (the schema's first build included) have passed."""
+    failing ``(case, result)`` (at most three), or None; tries at most ``max_tried`` mutants in
+    order, and none after ``budget_s`` seconds (the schema's first build included)."""
     recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
-    if not recorded or not _default_expected(exercise):
+    if not recorded or not default_expected(exercise) or degenerate(recorded):
         return None
     from mhalib.checks.answer_key import answer_key
 
@@ -78,13 +81,21 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S
     if schema is None:
         return None
     compute = _computer(exercise, schema.function)
-    seen_values = _locals_seen(schema, compute, recorded[0][0])
+    recorded.sort(key=lambda pair: _size(pair[0]))  # the smallest case first: cheapest to try
+    schema.active.reached = set()
+    try:
+        seen_values = _locals_seen(schema, compute, recorded[0][0])
+    finally:
+        reached, schema.active.reached = schema.active.reached, None
     fits: list[Mutant] = []
     for mutant in schema.mutants:
+        if not mutant.ids & reached:
+            continue  # an edit of code this case never runs changes nothing
         if mutant.swap is not None and not _alike(seen_values.get(mutant.where, {}),
                                                   *mutant.swap):
             continue
-        if time.perf_counter() - started > budget_s:
+        max_tried -= 1
+        if max_tried < 0 or time.perf_counter() - started > budget_s:
             break
         schema.active.clear()
         schema.active.update(mutant.ids)
@@ -106,6 +117,26 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S
             "your output: ")
     flag = f"mutant:{fits[0].where or 'key'}:{min(fits[0].ids)}"
     return flag, lead + " Or: ".join(m.sentence for m in fits) + "."
+
+
+def degenerate(recorded) -> bool:
+    """True when every output holds the same value all along its last axis (a constant, all
+    zeros, a uniform softmax): an output that ignores its inputs is reproduced by edits that
+    throw the inputs away (the max shift computed as x itself), which name nothing."""
+    arrays = []
+    for _, result in recorded:
+        output = result.get("output")
+        parts = output if isinstance(output, tuple) else (output,)
+        arrays += [np.asarray(p, dtype=np.float64) for p in parts
+                   if isinstance(p, np.ndarray) and p.ndim and p.shape[-1] > 1]
+    return bool(arrays) and all(
+        np.allclose(a, a[..., :1], rtol=1e-9, atol=1e-12, equal_nan=True) for a in arrays)
+
+
+def _size(case) -> int:
+    """How many values the case's inputs hold."""
+    return sum(int(np.size(a)) for a in list(case.args) + list(case.kwargs.values())
+               if hasattr(a, "shape"))
 
 
 def _locals_seen(schema, compute, case) -> dict[str, dict]:
@@ -136,6 +167,9 @@ def _locals_seen(schema, compute, case) -> dict[str, dict]:
 def _alike(values: dict, name: str, other: str) -> bool:
     """True when ``other`` could stand where ``name`` is: both arrays (or tensors) of one
     shape, or both ints, or both floats."""
+    if other is None:  # hard-coded: only an int variable (an axis, a count) is
+        value = values.get(name)
+        return isinstance(value, int) and not isinstance(value, bool)
     if name not in values or other not in values:
         return False
     a, b = values[name], values[other]
@@ -148,7 +182,7 @@ def _alike(values: dict, name: str, other: str) -> bool:
     return False
 
 
-def _default_expected(exercise) -> bool:
+def default_expected(exercise) -> bool:
     """True when the exercise's expected output is its answer key on the case's inputs."""
     from mhalib.checks.exercise import Exercise
     from mhalib.checks.torch_exercise import TorchExercise
@@ -187,7 +221,7 @@ def _schema(key) -> _Schema | None:
     """The key compiled with every edit switchable, and its mutants (built once per key):
     the key's own edits first, then its helpers' (and theirs: ``softmax`` inside ``attention``
     inside multi-head attention), then mix-ups of variables."""
-    active: set = set()
+    active = _Switchboard()
     counter = iter(range(1, 10**9))
     codes: dict = {}
     built = _build(key, "", active, counter, codes, depth=0, seen={key})
@@ -262,12 +296,12 @@ def _instrument(function, active, counter, where, overrides):
 
     for node_id, alternatives in found.items():
         node = by_node[node_id]
-        subtree = frozenset(id(n) for n in ast.walk(node))
+        subtree = _subtree(node)
         for new in alternatives:
             edit_id = next(counter)
             chains.setdefault(node_id, []).append((edit_id, new))
             kind = mutant_edits.kind_of(node, new)
-            swap = kind[1:] if kind is not None and kind[0] == "variable" else None
+            swap = _swap_of(kind)
             mutants.append(Mutant(where, frozenset({edit_id}), ((node, new),), subtree, swap,
                                   said))
             if kind is not None:
@@ -280,24 +314,54 @@ def _instrument(function, active, counter, where, overrides):
     return (compiled, mutants) if compiled is not None else None
 
 
+def _subtree(node) -> frozenset:
+    """The ids of ``node``'s subtree (not its Load/Store markers and operators: the parser
+    shares one of each between all the places)."""
+    shared = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+    return frozenset(id(n) for n in ast.walk(node) if not isinstance(n, shared))
+
+
+def _swap_of(kind) -> tuple | None:
+    """``(variable, other)`` of a mix-up of variables, ``(variable, None)`` of an int variable
+    hard-coded: kept only where the values seen allow it (see :func:`_alike`)."""
+    if kind is not None and kind[0] == "variable":
+        return kind[1], kind[2]
+    if kind is not None and kind[0] == "pinned":
+        return kind[1], None
+    return None
+
+
 def _everywhere(where, kinds, said) -> list[Mutant]:
     """One mutant per kind of edit found in two or more places that do not nest."""
     found = []
     for kind, places in kinds.items():
         if len(places) < 2:
             continue
-        subtrees = [frozenset(id(n) for n in ast.walk(node)) for _, node, _ in places]
+        subtrees = [_subtree(node) for _, node, _ in places]
         if sum(len(s) for s in subtrees) != len(frozenset().union(*subtrees)):
             continue  # one place inside another
-        swap = kind[1:] if kind[0] == "variable" else None
+        swap = _swap_of(kind)
         found.append(Mutant(where, frozenset(i for i, _, _ in places),
                             tuple((node, new) for _, node, new in places),
                             frozenset().union(*subtrees), swap, said))
     return found
 
 
+class _Switchboard(set):
+    """The ids of the edits switched on; while ``reached`` is a set, every id asked about is
+    noted in it (the edits the code actually passes through on a case)."""
+
+    reached: set | None = None
+
+    def __contains__(self, edit_id):
+        if self.reached is not None:
+            self.reached.add(edit_id)
+        return set.__contains__(self, edit_id)
+
+
 class _Switches(ast.NodeTransformer):
-    """Each edited node becomes ``new_1 if id_1 in ACTIVE else (... else node)``."""
+    """Each edited node becomes ``new_1 if id_1 in ACTIVE else (... else node)`` (a statement:
+    ``if id_1 in ACTIVE: new_1 else: ...``)."""
 
     def __init__(self, chains):
         self.chains = chains
@@ -310,7 +374,10 @@ class _Switches(ast.NodeTransformer):
         result = node
         for edit_id, new in reversed(chain):
             test = ast.Compare(ast.Constant(edit_id), [ast.In()], [ast.Name(ACTIVE, ast.Load())])
-            result = _located(ast.IfExp(test, _located(new, node), result), node)
+            if isinstance(node, ast.stmt):
+                result = _located(ast.If(test, [_located(new, node)], [result]), node)
+            else:
+                result = _located(ast.IfExp(test, _located(new, node), result), node)
         return result
 
 

@@ -75,6 +75,13 @@ def merge_readback(exercise, case, output):
     ]
     if _same(alpha, right[0]) and _same(beta, right[1]):
         return _lse_readback(output, la, lb, lse, rows)
+    if _same(alpha, readings[3][0][0]) and _same(beta, readings[3][0][1]) and \
+            _returned_lse(output, rows, top):
+        return "readback:lse_is_max", (
+            "read back from your output, the combined lse is the larger of the two, max(lse_a, "
+            "lse_b), not log(exp(lse_a) + exp(lse_b)) (the log of a sum is not the max of the "
+            "logs): so the shares exp(lse_x - lse) do not sum to 1, and the returned lse is "
+            "wrong too")
     for (want_a, want_b), name, sentence in readings:
         if _same(alpha, want_a) and _same(beta, want_b):
             return f"readback:{name}", f"read back from your output, {sentence}"
@@ -83,6 +90,14 @@ def merge_readback(exercise, case, output):
         f"read back from your output, a row mixes out_a and out_b with weights "
         f"({alpha[i]:.4g}, {beta[i]:.4g}) where the right shares are ({right[0][i]:.4g}, "
         f"{right[1][i]:.4g}) = exp(lse_x - lse): check how each output is weighted")
+
+
+def _returned_lse(output, rows, value) -> bool:
+    """True when the lse the learner returned is ``value`` on ``rows``."""
+    if not (isinstance(output, tuple) and len(output) > 1 and isinstance(output[1], np.ndarray)):
+        return False
+    got = output[1].astype(np.float64)
+    return got.shape == rows.shape and _same(got[rows], value)
 
 
 def _lse_readback(output, la, lb, lse, rows):
@@ -127,7 +142,13 @@ def softmax_backward_readback(exercise, case, output):
             "read back from your output, it is grad_weights minus a row term, not multiplied by "
             "the weights: the gradient is weights * (grad_weights - sum(grad_weights * weights))")
     term = gl - yl / pl  # constant along each row when the form p (g - r) holds
+    twice = term / pl  # constant along each row when it is p g - p^2 r
     if not np.allclose(term, term[..., :1], atol=1e-5):
+        if np.allclose(twice, twice[..., :1], atol=1e-5) and _same(twice[..., 0], right):
+            return "readback:row_term_times_p_twice", (
+                "read back from your output, it is weights * grad_weights - weights**2 * "
+                "sum(grad_weights * weights): the row term is multiplied by the weights twice; "
+                "the gradient is weights * (grad_weights - sum(grad_weights * weights))")
         return None
     r = term[..., 0]
     if _same(r, right):

@@ -118,6 +118,9 @@ def _support_problem(heads, weights, extra_patterns) -> tuple[str, str] | None:
         rows = head.allowed.any(axis=1) & (top[:, 0] > 1e-12) & finite
         if np.array_equal(used[rows], head.allowed[rows]):
             continue
+        zero_filled = _masked_as_zero(head, w, rows)
+        if zero_filled:
+            return "weights:masked_as_zero", f"{zero_filled} ({head.label})"
         n_q, n_k = head.allowed.shape
         patterns = extra_patterns(head) if extra_patterns else []
         if not head.allowed.all():
@@ -279,6 +282,28 @@ def diagnose(heads: list[Head], names: dict[str, int], extra_patterns=None,
         if found:
             return found
     return None
+
+
+def _masked_as_zero(head, w, rows) -> str | None:
+    """What it says when every masked key got the weight a score of 0 gives (a mask filled
+    with 0 where -inf belongs), else None."""
+    hidden = ~head.allowed & rows[:, None]
+    if not hidden.any() or not (w[rows] > 0).all():
+        return None
+    logits = head.scale * (head.q @ head.k.T)  # (N_q, N_k), the right scores
+    log_w = np.log(np.where(w > 0, w, 1.0))
+    shift = np.where(head.allowed, log_w - logits, np.nan)  # the row's log-normaliser
+    with np.errstate(all="ignore"):
+        offset = np.nanmean(shift, axis=1, keepdims=True)  # (N_q, 1)
+    allowed_fit = np.allclose(shift[head.allowed & rows[:, None]],
+                              np.broadcast_to(offset, shift.shape)[head.allowed & rows[:, None]],
+                              atol=1e-6)
+    zero_fit = np.allclose(log_w[hidden], np.broadcast_to(offset, w.shape)[hidden], atol=1e-6)
+    if not (allowed_fit and zero_fit):
+        return None
+    return ("every masked key gets exactly the weight of a score of 0: the masked scores were "
+            "set to 0 instead of -inf, and exp(0) = 1 still gives them weight; fill them with "
+            "-inf (float('-inf')) so that exp gives 0")
 
 
 def _same_weights(heads, weights, message) -> tuple[str, str] | None:

@@ -1,7 +1,8 @@
 """Mutants of the answer key (issue 22, mhalib.checks.mutants): single edits of the key's own
 code, tried when no mistake model matched. The schema (every edit switchable) must compute the
 key exactly while no edit is on; a slip that is one edit (or one kind of edit in every place)
-must be named by the fragment it changes; nothing is named past the time budget."""
+must be named by the fragment it changes; nothing is named past the time budget or the
+number of tries."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
-from mhalib.checks.mutants import _default_expected, _schema, mutant_diagnosis
+from mhalib.checks.mutants import _schema, default_expected, mutant_diagnosis
 from mhalib.checks.probe import probe
 from mhalib.checks.registry import LESSONS
 from mhalib.checks.torch_exercise import TorchExercise, torch_model
@@ -31,7 +32,7 @@ ALL_EXERCISES = sorted(name for _, names in LESSONS.values() for name in names)
 @pytest.mark.parametrize("name", ALL_EXERCISES)
 def test_the_schema_with_no_edit_on_computes_the_answer_key(name):
     checker = get_exercise(name)
-    if not _default_expected(checker):
+    if not default_expected(checker):
         pytest.skip("this exercise's expected output is not its answer key alone")
     schema = _schema(answer_key(name))
     assert schema is not None and schema.mutants
@@ -97,7 +98,7 @@ def test_the_visible_suite_names_it_too_and_a_right_answer_passes():
     assert right.passed, right.diagnosis
 
 
-def test_no_time_left_means_nothing_named():
+def test_no_time_or_tries_left_means_nothing_named():
     checker = get_exercise("mla_kv_cache_bytes")
     recorded = []
     for case in checker.cases(0, "grading"):
@@ -106,3 +107,4 @@ def test_no_time_left_means_nothing_named():
                                     "output": mla_cache_multiplied(*case.args, **case.kwargs)}))
     assert mutant_diagnosis(checker, recorded, budget_s=10.0) is not None
     assert mutant_diagnosis(checker, recorded, budget_s=0.0) is None
+    assert mutant_diagnosis(checker, recorded, max_tried=0) is None

@@ -57,8 +57,13 @@ def _plan(*sources, seed=None):
 
 @pytest.fixture(scope="module")
 def shell():
-    from mhalib.grading.sandbox.executor import make_shell
+    from IPython.core.interactiveshell import InteractiveShell
 
+    from mhalib.grading.sandbox.executor import GraderShell, make_shell
+
+    if InteractiveShell.initialized() and not isinstance(InteractiveShell.instance(),
+                                                         GraderShell):
+        InteractiveShell.clear_instance()  # another test's shell (IPython's test app)
     return make_shell()
 
 

@@ -1,0 +1,176 @@
+"""Generic readings of a wrong answer (issue 22), each with a slip written here, apart from the
+answer key: inputs read another way (mhalib.checks.input_edits), the order of axes the right
+values were read in (explain_axes), one triangle filled, a number one off, a product's sizes
+swapped, a reshape's wrong size named, masked scores filled with 0, the merged lse taken as
+the max, a row term weighted twice, the learner's own check refusing a valid input, and a
+reduction over an empty axis. Each must be named, and none may be said of a right answer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.explain_axes import axis_order
+from mhalib.checks.probe import probe
+
+
+def judged(exercise: str, func, seed: int = 1):
+    checker = get_exercise(exercise)
+    return judge_record(exercise, probe(checker, func, seed, "grading"), seed)
+
+
+def softmax_minus_inf_zeroed(x, axis=-1):
+    x = np.nan_to_num(x, neginf=0.0)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def masked_attention_mask_flipped(q, k, v, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(np.swapaxes(mask, -1, -2), s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(-1, keepdims=True)
+    w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return w @ v, w
+
+
+def jacobian_upper_only(p):
+    n = p.shape[0]
+    jac = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            jac[i, j] = p[i] * ((i == j) - p[j])
+    return jac
+
+
+def crossover_one_short(d_model):
+    n = 1
+    while 4 * n * n * d_model < 8 * n * d_model * d_model:
+        n += 1
+    return n - 1
+
+
+def backward_flops_swapped_sizes(seq_len, head_dim, recompute=True):
+    n, d = seq_len, head_dim
+    total = 2 * n * n * d + 2 * n * d * d + 2 * n * n * d + 2 * n * n * d
+    return total + (2 * n * n * d if recompute else 0)
+
+
+def softmax_backward_p_twice(weights, grad_weights):
+    row = (weights * grad_weights).sum(-1, keepdim=True)
+    return weights * grad_weights - weights * weights * row
+
+
+def merge_lse_as_max(out_a, lse_a, out_b, lse_b):
+    lse = torch.maximum(lse_a, lse_b)
+    wa = torch.exp(lse_a - lse).nan_to_num(0.0)[..., None]
+    wb = torch.exp(lse_b - lse).nan_to_num(0.0)[..., None]
+    return (wa * out_a + wb * out_b).to(out_a.dtype), lse.to(lse_a.dtype)
+
+
+def split_heads_reversed_check(x, num_heads):
+    b, n, d = x.shape
+    if num_heads % d:
+        raise ValueError(f"d_model={d} is not divisible by num_heads={num_heads}")
+    return x.reshape(b, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+
+
+@pytest.mark.parametrize("exercise, func, flag, words", [
+    ("softmax", softmax_minus_inf_zeroed, "input:x:neg_inf_as_zero", "-inf entries used as 0"),
+    ("masked_attention", masked_attention_mask_flipped, "input:mask:swapped",
+     "last two axes swapped"),
+    ("softmax_jacobian", jacobian_upper_only, "form:triangle", "only one triangle"),
+    ("crossover_seq_len", crossover_one_short, "count:off_by_one", "exactly one less"),
+    ("attention_backward_flops", backward_flops_swapped_sizes, "count:term_swapped",
+     "head_dim^2 * seq_len where"),
+    ("softmax_backward", softmax_backward_p_twice, "readback:row_term_times_p_twice",
+     "multiplied by the weights twice"),
+    ("merge_attention_states", merge_lse_as_max, "readback:lse_is_max", "max(lse_a, lse_b)"),
+    ("split_heads", split_heads_reversed_check, "raised:own_refusal", "refused a valid input"),
+])
+def test_a_slip_is_named_by_what_it_generally_is(exercise, func, flag, words):
+    verdict = judged(exercise, func)
+    assert not verdict.passed
+    assert flag in verdict.flags and words in verdict.diagnosis, verdict.diagnosis
+
+
+def test_heads_taken_strided_are_read_as_the_inputs_split_the_other_way():
+    def absorb_strided_rows(w_uk, w_uv, w_q, w_o, num_heads):
+        d_head = w_q.shape[1] // num_heads
+        heads = lambda w: w.reshape(w.shape[0], num_heads, d_head).permute(1, 0, 2)  # noqa: E731
+        w_o_heads = w_o.reshape(d_head, num_heads, -1).permute(1, 0, 2)  # every H-th row
+        return heads(w_q) @ heads(w_uk).transpose(-1, -2), heads(w_uv) @ w_o_heads
+
+    verdict = judged("absorb_mla_weights", absorb_strided_rows)
+    assert any(f.startswith("input:w_o@0:strided") for f in verdict.flags), verdict.diagnosis
+    assert "every 4-th entry" in verdict.diagnosis or "every" in verdict.diagnosis
+
+
+def test_masked_scores_filled_with_zero_are_named_not_a_missing_mask():
+    def online_zero_fill(q, k, v, block_size=64, causal=False):
+        d = q.shape[-1]
+        s = q.double() @ k.double().transpose(-1, -2) / math.sqrt(d)
+        if causal:
+            n_q, n_k = s.shape[-2:]
+            future = torch.ones(n_q, n_k, dtype=torch.bool).triu(n_k - n_q + 1)
+            s = s.masked_fill(future, 0.0)  # 0 where -inf belongs
+        return (torch.softmax(s, -1) @ v.double()).to(q.dtype)
+
+    verdict = judged("online_softmax_attention", online_zero_fill)
+    assert "weights:masked_as_zero" in verdict.flags, verdict.diagnosis
+    assert "was not applied" not in verdict.diagnosis
+
+
+def test_a_reduction_over_an_empty_axis_is_explained():
+    def decode_without_own_key(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+        b, n, d = x.shape
+        dh, rep = d // num_heads, num_heads // num_kv_heads
+        keys, values, outs = [], [], []
+        for t in range(n):
+            xt = x[:, t:t + 1]
+            q = (xt @ w_q).reshape(b, 1, num_heads, dh).transpose(1, 2)
+            k_seen = torch.cat(keys, 2) if keys else xt.new_zeros(b, num_kv_heads, 0, dh)
+            v_seen = torch.cat(values, 2) if values else xt.new_zeros(b, num_kv_heads, 0, dh)
+            s = q @ k_seen.repeat_interleave(rep, 1).transpose(-1, -2) / math.sqrt(dh)
+            w = torch.exp(s - s.amax(-1, keepdim=True))
+            outs.append((w / w.sum(-1, keepdim=True)) @ v_seen.repeat_interleave(rep, 1))
+            keys.append((xt @ w_k).reshape(b, 1, num_kv_heads, dh).transpose(1, 2))
+            values.append((xt @ w_v).reshape(b, 1, num_kv_heads, dh).transpose(1, 2))
+        return torch.cat(outs, 2).transpose(1, 2).reshape(b, n, d) @ w_o
+
+    verdict = judged("decode_with_cache", decode_without_own_key)
+    assert "raised:empty_reduction" in verdict.flags, verdict.diagnosis
+
+
+def test_a_reshape_names_the_size_that_is_wrong_not_the_head_count():
+    def split_heads_wrong_unpack(x, num_heads):
+        if x.shape[-1] % num_heads:
+            raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
+        b, width, n = x.shape  # the axes are (B, N, d_model): the width is taken from N
+        return x.reshape(b, width, num_heads, width // num_heads).transpose(0, 2, 1, 3)
+
+    verdict = judged("split_heads", split_heads_wrong_unpack)
+    assert "at position 3 should be" in verdict.diagnosis, verdict.diagnosis
+
+
+def test_the_order_the_right_values_were_read_in_is_said_in_the_case_sizes():
+    x = np.random.default_rng(0).normal(size=(2, 5, 12))
+    right = x.reshape(2, 5, 3, 4).transpose(0, 2, 1, 3)
+    said = axis_order(right, x.reshape(2, 3, 5, 4), {"B": 2, "N": 5, "num_heads": 3,
+                                                     "d_head": 4})
+    assert said is not None and "(B, N, num_heads, d_head)" in said
+    assert axis_order(right, right + 1.0, {"N": 5}) is None
+
+
+@pytest.mark.parametrize("exercise, func", [
+    ("softmax", lambda x, axis=-1: torch.softmax(torch.as_tensor(x), axis).numpy()),
+    ("crossover_seq_len", lambda d_model: 2 * d_model),
+])
+def test_right_answers_pass(exercise, func):
+    assert judged(exercise, func).passed
