@@ -61,7 +61,8 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
                      ) -> tuple[str, str] | None:
     """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module);
     ``quick`` (the visible suite, answered while the learner waits) keeps the search of the
-    answer key's mutants within a tenth of a second."""
+    answer key's mutants within ``QUICK_BUDGET_S`` and the inputs read another way within half
+    of that."""
     if failures and all(FLOAT_COUNT in problem or NUMPY_COUNT in problem
                         for _, problem in failures):
         return "contract:plain_int", failures[0][1] + "."
@@ -85,7 +86,12 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
     def from_mutants(exercise, recorded):
         return mutant_diagnosis(exercise, recorded, budget)
 
-    for step in (_from_search, _from_count_terms, from_mutants, _from_input_edits,
+    def from_input_edits(exercise, recorded):
+        from mhalib.checks.input_edits import input_edit_diagnosis
+
+        return input_edit_diagnosis(exercise, recorded, budget / 2)
+
+    for step in (_from_search, _from_count_terms, from_mutants, from_input_edits,
                  _from_readbacks, _from_properties):
         try:
             found = step(exercise, recorded)
@@ -156,12 +162,6 @@ def _from_count_terms(exercise, recorded):
     if getattr(exercise, "search_space_for", None) is None:
         return explain_off_by_one(exercise, recorded)  # not a count exercise: a number?
     return explain_count_terms(exercise, recorded)
-
-
-def _from_input_edits(exercise, recorded):
-    from mhalib.checks.input_edits import input_edit_diagnosis
-
-    return input_edit_diagnosis(exercise, recorded)
 
 
 def _from_readbacks(exercise, recorded):

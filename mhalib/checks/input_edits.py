@@ -17,6 +17,7 @@ said, more are not named. Only when the exercise's expected output is its answer
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,9 +38,11 @@ class Reading:
     edit: Callable[[dict, dict], None]
 
 
-def input_edit_diagnosis(exercise, recorded) -> tuple[str, str] | None:
+def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
+                         ) -> tuple[str, str] | None:
     """``(flag, message)`` for the reading of the inputs that reproduces every recorded failing
-    ``(case, result)``, or None."""
+    ``(case, result)``, or None; none is tried after ``budget_s`` seconds."""
+    started = time.perf_counter()
     from mhalib.checks.case_inputs import parameter_names, sizes
     from mhalib.checks.mutants import default_expected, degenerate
 
@@ -51,6 +54,8 @@ def input_edit_diagnosis(exercise, recorded) -> tuple[str, str] | None:
     readings = _readings(_values(exercise, first, names), sizes(exercise, first))
     fits: list[Reading] = []
     for reading in readings[:MAX_READINGS]:
+        if time.perf_counter() - started > budget_s:
+            break
         compute = _computer(exercise, names, reading)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")

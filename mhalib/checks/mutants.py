@@ -37,7 +37,7 @@ from mhalib.checks import mutant_edits
 # only a machine in trouble reaches; the visible judge answers while the learner waits (within
 # 0.25 s in all), so it stops after QUICK_BUDGET_S seconds (the schema's first build included).
 MAX_TRIED = 1500
-QUICK_BUDGET_S = 0.1
+QUICK_BUDGET_S = 0.07
 GRADING_BUDGET_S = 30.0
 KEY_MODULES = ("mhalib.reference", "mhalib.accounting")
 ACTIVE = "__mhalib_active_edits__"
