@@ -102,6 +102,9 @@ class Symptom:
     name: str
     message: str
     test: Callable[[Case, Any, dict], bool]
+    # True for a symptom that says where the slip is but not what it is (the blocks are
+    # combined wrongly): the judge prefers a diagnosis that reproduces the output exactly
+    vague: bool = False
 
     def detect(self, exercise: Exercise, case: Case, received: Any, meta: dict) -> bool:
         try:

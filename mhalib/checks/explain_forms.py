@@ -98,10 +98,12 @@ def _shape(want, got, path, named):
     if len(got) > len(want):
         squeezed = tuple(n for n in got if n != 1)
         if squeezed == tuple(n for n in want if n != 1):
-            return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1, "
-                    "as if the input had more leading axes than it has; the contract allows any "
-                    "number of them (..., N, d), so build the extra tensors from x's own shape "
-                    "or let them broadcast from the right.")
+            return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1. "
+                    "Either pieces were stacked (torch.stack / np.stack, unsqueeze, [:, None]) "
+                    "where they should have been joined along an axis they already have "
+                    "(torch.cat / np.concatenate), or a tensor was built with more leading axes "
+                    "than the input has (the contract allows any number of them, (..., N, d): "
+                    "build the extra tensors from x's own shape).")
         extra = list(got)
         for n in want:
             if n in extra:

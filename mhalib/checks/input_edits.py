@@ -44,11 +44,17 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
     ``(case, result)``, or None; none is tried after ``budget_s`` seconds."""
     started = time.perf_counter()
     from mhalib.checks.case_inputs import parameter_names, sizes
-    from mhalib.checks.mutants import default_expected, degenerate
+    from mhalib.checks.mutants import (
+        default_expected,
+        degenerate,
+        extreme_inputs_only,
+        only_non_finite_differ,
+    )
 
     recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
     names = parameter_names(exercise)
-    if not recorded or not names or not default_expected(exercise) or degenerate(recorded):
+    if not recorded or not names or not default_expected(exercise) or degenerate(recorded) or \
+            only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
         return None
     first = recorded[0][0]
     readings = _readings(_values(exercise, first, names), sizes(exercise, first))

@@ -100,8 +100,11 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
                                    mistake_votes - refusal_votes)
     if searched is not None:
         tied, also = [], []
-    explained = searched or (None if tied else explain_failures(
+    vague = bool(tied) and all(getattr(m, "vague", False) for m in mistakes if m.name in tied)
+    explained = searched or (None if tied and not vague else explain_failures(
         exercise, cases, results, failures, quick=suite == "visible"))
+    if vague and explained is not None and explained[0].startswith(EXACT_READINGS):
+        tied, also = [], []  # the output reproduced exactly says more than the symptom
     if tied:
         best = tied[0]
         messages = [next(m.message for m in mistakes if m.name == t) for t in tied]
@@ -121,6 +124,10 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
+
+
+# diagnoses that reproduce the learner's output exactly (an edit of the key, or of its inputs)
+EXACT_READINGS = ("mutant:", "input:", "change:")
 
 
 def _named_mistakes(mistakes, votes: Counter[str], recorded_failures: int) -> list[str]:

@@ -350,9 +350,10 @@ class SoftmaxJacobian(Exercise):
             WrongAnswer("identity_not_diag_p", "the diagonal term is the identity: the derivative "
                         "of p_i with respect to x_i is p_i (1 - p_i), so J = diag(p) - p p^T, not "
                         "I - p p^T.", lambda c: np.eye(len(p(c))) - np.outer(p(c), p(c))),
-            WrongAnswers("elementwise_square", "p * p (the squares p_j^2, broadcast over the rows) "
-                         "was subtracted instead of the outer product p p^T, whose entry (i, j) is "
-                         "p_i p_j: use np.outer(p, p).",
+            WrongAnswers("elementwise_square", "squares of p were subtracted (p_j^2 or p_i^2: "
+                         "one index used twice, as p * p broadcast over the rows or columns does, "
+                         "or p[i] where p[j] belongs) instead of the outer product p p^T, whose "
+                         "entry (i, j) is p_i p_j: use np.outer(p, p) (in a loop, p[i] * p[j]).",
                          lambda c: np.diag(p(c)) - p(c) * p(c),
                          lambda c: [np.diag(p(c)) - (p(c) * p(c))[:, None]]),
         ]

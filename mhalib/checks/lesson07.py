@@ -464,7 +464,7 @@ class OnlineSoftmaxAttention(MeasuredExercise):
                     "running output by exp(old_max - new_max) before adding the block's terms, "
                     "and divide by the running sum once, after the last block.",
                     lambda case, received, meta: (not self.right(case, received)
-                                                  and self._alt_right(case, meta))),
+                                                  and self._alt_right(case, meta)), vague=True),
             Symptom("depends_on_block_size", "the output changes with block_size (right with the "
                     "keys split into blocks, wrong with all of them in one block): exact attention "
                     "does not depend on how the keys are split. Look at what your loop does when "

@@ -174,3 +174,41 @@ def test_the_order_the_right_values_were_read_in_is_said_in_the_case_sizes():
 ])
 def test_right_answers_pass(exercise, func):
     assert judged(exercise, func).passed
+
+
+def test_an_exact_reading_is_preferred_to_a_vague_symptom():
+    def online_sum_overwritten(q, k, v, block_size=64, causal=False):
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        top = torch.full(q.shape[:-1] + (1,), -math.inf, dtype=torch.float64)
+        total = torch.zeros_like(top)
+        acc = torch.zeros(q.shape, dtype=torch.float64)
+        rows = torch.arange(n_q)[:, None] + (n_k - n_q)
+        for start in range(0, n_k, block_size):
+            s = (q.double() @ k[..., start:start + block_size, :].double().transpose(-1, -2)
+                 ) * scale
+            if causal:
+                s = s.masked_fill(torch.arange(start, start + s.shape[-1])[None, :] > rows,
+                                  -math.inf)
+            new_top = torch.maximum(top, s.amax(-1, keepdim=True))
+            safe = torch.where(torch.isinf(new_top), 0.0, new_top)
+            e = torch.exp(s - safe)
+            total = e.sum(-1, keepdim=True)  # overwritten: the earlier blocks' sum is lost
+            acc = acc * torch.exp(top - safe) + e @ v[..., start:start + block_size, :].double()
+            top = new_top
+        return (acc / torch.where(total == 0, 1.0, total)).to(q.dtype)
+
+    verdict = judged("online_softmax_attention", online_sum_overwritten)
+    assert any(f.startswith("mutant:") for f in verdict.flags), verdict.diagnosis
+    assert "blocks_combined_wrongly" not in " ".join(verdict.flags)
+
+
+def test_an_overflow_is_said_as_an_overflow_not_as_an_edit():
+    def merge_without_shift(out_a, lse_a, out_b, lse_b):
+        wa, wb = torch.exp(lse_a.double()), torch.exp(lse_b.double())
+        total = wa + wb
+        out = (wa[..., None] * out_a.double() + wb[..., None] * out_b.double()) / total[..., None]
+        return out.to(out_a.dtype), torch.log(total).to(lse_a.dtype)
+
+    verdict = judged("merge_attention_states", merge_without_shift)
+    assert not any(f.startswith(("mutant:", "input:")) for f in verdict.flags), verdict.diagnosis
