@@ -80,6 +80,9 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     if abs(got - want) == 1:
         return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
                 "one step off)")
+    if got == 2 * want or 2 * got == want:
+        return (f" ({'twice' if got > want else 'half'} as many: one per entry where one per pair "
+                "is meant, or the other way round, or both halves kept where one belongs)")
     for a, va in named.items():
         for b, vb in named.items():
             if a >= b or va * vb != want:

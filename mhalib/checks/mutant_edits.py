@@ -89,6 +89,13 @@ def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
         return ("pinned", node.id, repr(new.value))
     if isinstance(node, ast.Subscript) and isinstance(new, ast.Subscript):
         return _slice_kind(node.slice, new.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if new is node.func.value:
+            return ("left_out", node.func.attr)  # a transpose (or cast) left out
+        if isinstance(new, ast.Call) and isinstance(new.func, ast.Attribute) and \
+                new.func.attr in _RESHAPES and node.func.attr in ("transpose", "swapaxes",
+                                                                  "permute"):
+            return ("reshape_straight",)
     if isinstance(node, ast.Call) and isinstance(new, ast.Call) and node.func is new.func \
             and len(new.keywords) < len(node.keywords):
         dropped = {k.arg for k in node.keywords} - {k.arg for k in new.keywords}

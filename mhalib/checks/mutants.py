@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import ast
 import copy
-import functools
 import inspect
+import itertools
 import textwrap
+import threading
 import time
 import types
 import warnings
@@ -38,8 +39,10 @@ from mhalib.checks import mutant_edits
 # 0.25 s in all), so it stops after QUICK_BUDGET_S seconds (the schema's first build included).
 MAX_TRIED = 1500
 QUICK_BUDGET_S = 0.07
+BUILD_IN_BACKGROUND_BELOW_S = 1.0  # a judge with less time never builds a schema itself
 GRADING_BUDGET_S = 30.0
 KEY_MODULES = ("mhalib.reference", "mhalib.accounting")
+MAX_GROUP = 4  # places of one kind of edit whose every subset is tried
 ACTIVE = "__mhalib_active_edits__"
 
 
@@ -78,7 +81,11 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     from mhalib.checks.answer_key import answer_key
 
     started = time.perf_counter()
-    schema = _schema(answer_key(exercise.name))
+    key = answer_key(exercise.name)
+    if budget_s < BUILD_IN_BACKGROUND_BELOW_S and not _built(key):
+        _build_in_background(key)  # ready for the next check; this one goes on without it
+        return None
+    schema = _schema(key)
     if schema is None:
         return None
     compute = _computer(exercise, schema.function)
@@ -249,11 +256,40 @@ class _Schema:
     codes: dict  # function name ("" for the key) -> its schema's code object
 
 
-@functools.lru_cache(maxsize=64)
+def _built(key) -> bool:
+    return key in _SCHEMAS
+
+
+def clear_schemas() -> None:
+    """Forget every schema built (tests time a first build)."""
+    _SCHEMAS.clear()
+    _BUILDING.clear()
+
+
+def _build_in_background(key) -> None:
+    """Build ``key``'s schema on a daemon thread (once), so that a judge with little time (the
+    visible suite, while the learner waits) finds it built the next time."""
+    if key in _BUILDING:
+        return
+    _BUILDING.add(key)
+    threading.Thread(target=_schema, args=(key,), daemon=True,
+                     name=f"mhalib-mutants-{getattr(key, '__name__', 'key')}").start()
+
+
+_SCHEMAS: dict = {}
+_BUILDING: set = set()
+
+
 def _schema(key) -> _Schema | None:
-    """The key compiled with every edit switchable, and its mutants (built once per key):
-    the key's own edits first, then its helpers' (and theirs: ``softmax`` inside ``attention``
-    inside multi-head attention), then mix-ups of variables."""
+    """The key compiled with every edit switchable, and its mutants (built once per key and
+    process): the key's own edits first, then its helpers' (and theirs: ``softmax`` inside
+    ``attention`` inside multi-head attention), then mix-ups of variables."""
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = _new_schema(key)
+    return _SCHEMAS[key]
+
+
+def _new_schema(key) -> _Schema | None:
     active = _Switchboard()
     counter = iter(range(1, 10**9))
     codes: dict = {}
@@ -365,18 +401,25 @@ def _swap_of(kind) -> tuple | None:
 
 
 def _everywhere(where, kinds, said) -> list[Mutant]:
-    """One mutant per kind of edit found in two or more places that do not nest."""
+    """Mutants making one kind of edit in several places that do not nest: in all of them, and
+    (for up to :data:`MAX_GROUP` places) in every two or more of them (the transposes of the
+    keys and the values left out, but not the one in the scores)."""
     found = []
     for kind, places in kinds.items():
         if len(places) < 2:
             continue
-        subtrees = [_subtree(node) for _, node, _ in places]
-        if sum(len(s) for s in subtrees) != len(frozenset().union(*subtrees)):
-            continue  # one place inside another
-        swap = _swap_of(kind)
-        found.append(Mutant(where, frozenset(i for i, _, _ in places),
-                            tuple((node, new) for _, node, new in places),
-                            frozenset().union(*subtrees), swap, said))
+        groups = [places]
+        if len(places) <= MAX_GROUP and _swap_of(kind) is None:  # (a mix-up: everywhere only)
+            groups = [list(g) for size in range(2, len(places) + 1)
+                      for g in itertools.combinations(places, size)]
+        for group in groups:
+            subtrees = [_subtree(node) for _, node, _ in group]
+            union = frozenset().union(*subtrees)
+            if sum(len(s) for s in subtrees) != len(union):
+                continue  # one place inside another
+            found.append(Mutant(where, frozenset(i for i, _, _ in group),
+                                tuple((node, new) for _, node, new in group), union,
+                                _swap_of(kind), said))
     return found
 
 
@@ -404,14 +447,20 @@ class _Switches(ast.NodeTransformer):
         node = self.generic_visit(node)
         if not chain:
             return node
+        at = {field: getattr(node, field, 1) for field in _POSITION}
         result = node
         for edit_id, new in reversed(chain):
-            test = ast.Compare(ast.Constant(edit_id), [ast.In()], [ast.Name(ACTIVE, ast.Load())])
+            test = ast.Compare(ast.Constant(edit_id, **at), [_IN],
+                               [ast.Name(ACTIVE, _LOAD, **at)], **at)
             if isinstance(node, ast.stmt):
-                result = _located(ast.If(test, [_located(new, node)], [result]), node)
+                result = ast.If(test, [_located(new, node)], [result], **at)
             else:
-                result = _located(ast.IfExp(test, _located(new, node), result), node)
+                result = ast.IfExp(test, _located(new, node), result, **at)
         return result
+
+
+_POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+_IN, _LOAD = ast.In(), ast.Load()
 
 
 def _located(new, like):

@@ -201,8 +201,10 @@ def _projected_view(exercise, case, output, causal_of, kv_heads_of, extra=None, 
                         _names(values, num_heads), extra, same)
 
 
-SAME = ("every head uses the same weights: the heads' scores were combined (averaged or "
-        "summed) before one softmax; each head needs its own softmax(q_h k_h^T / sqrt(d_head))")
+SAME = ("every head uses the same weights: either the heads' scores were combined (averaged "
+        "or summed) before one softmax, or the heads were split with the wrong width (a d_head "
+        "computed from another size) so that one head spans them all; each head needs its own "
+        "softmax(q_h k_h^T / sqrt(d_head)) over its own d_head columns")
 
 
 def gqa_view(exercise, case, output):
