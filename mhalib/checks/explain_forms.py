@@ -80,7 +80,7 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     if abs(got - want) == 1:
         return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
                 "one step off)")
-    if got == 2 * want or 2 * got == want:
+    if (got == 2 * want or 2 * got == want) and got not in named.values():
         return (f" ({'twice' if got > want else 'half'} as many: one per entry where one per pair "
                 "is meant, or the other way round, or both halves kept where one belongs)")
     for a, va in named.items():
