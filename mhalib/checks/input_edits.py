@@ -56,6 +56,9 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
     if not recorded or not names or not default_expected(exercise) or degenerate(recorded) or \
             only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
         return None
+    if any(_shapes(result.get("output")) != _shapes(exercise.expected(case))
+           for case, result in recorded):
+        return None  # a wrong shape: the output's form says more than any reading
     first = recorded[0][0]
     readings = _readings(_values(exercise, first, names), sizes(exercise, first))
     fits: list[Reading] = []
@@ -76,6 +79,11 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
     lead = ("your output is what the right computation gives with an input read another way: "
             if len(fits) == 1 else "two readings of the inputs give exactly your output: ")
     return f"input:{fits[0].key}", lead + " Or: ".join(r.sentence for r in fits) + "."
+
+
+def _shapes(output) -> tuple:
+    parts = output if isinstance(output, tuple) else (output,)
+    return tuple(tuple(getattr(p, "shape", ())) for p in parts)
 
 
 def _values(exercise, case, names) -> dict:

@@ -78,6 +78,8 @@ class Softmax(Exercise):
             Case("a single vector", (rng.normal(size=8),)),
             Case("logits of 1e4 along axis=0", (_exact_in_float32(rng.normal(size=(6, 4)) * 1e4),),
                  {"axis": 0}),
+            Case("a 4-D input with axis=1 (two axes after it)", (rng.normal(size=(2, 3, 4, 5)),),
+                 {"axis": 1}),
         ]
 
     def mistakes(self):
@@ -144,9 +146,12 @@ class Softmax(Exercise):
                         "still overflows (inf / inf = NaN). "
                         "Subtract the maximum, so the largest exponent is exp(0) = 1.",
                         lambda c: _shift_by_mean(c.args[0], _axis(c))),
-            WrongAnswer("denominator_not_shifted", "the numerator is exp(x - max) but the "
-                        "denominator sums the unshifted exp(x): shift both by the same maximum "
-                        "(e = np.exp(x - max); e / e.sum(axis=axis, keepdims=True)).",
+            WrongAnswer("denominator_not_shifted", "the normaliser is computed from the "
+                        "unshifted x: the sum of exp(x) (or its log, a log-sum-exp) overflows to "
+                        "inf for large logits, and the output turns 0 there. Shift the "
+                        "exponentials and their sum by the same maximum (e = np.exp(x - max); e / "
+                        "e.sum(axis=axis, keepdims=True)), or take the log-sum-exp as max + "
+                        "log(sum(exp(x - max))).",
                         lambda c: _unshifted_denominator(c.args[0], _axis(c))),
         ]
 

@@ -84,9 +84,10 @@ class MhaFlops(CountSearch, Exercise):
                         "three (N, d) @ (d, d) products, 3 * 2 N d^2.",
                         model(_only("qkv_projections"), projections=1)),
             WrongAnswer("causal_halved", "the N^2 terms are half the expected (N^2 d_model "
-                        "each): that counts only the causal half of the scores, or only one of "
-                        "two heads. This exercise counts the dense N x N scores of all the heads "
-                        "together: 2 N^2 d_model each.", model(n2_scale=0.5)),
+                        "each): a multiply-add counted as 1 FLOP instead of 2, only the causal "
+                        "half of the scores counted, or only one of two heads. This exercise "
+                        "counts the dense N x N scores of all the heads together, 2 FLOPs per "
+                        "multiply-add: 2 N^2 d_model each.", model(n2_scale=0.5)),
             Symptom("n2_with_d_head", "the N^2 terms look like one head's work (2 N^2 d_head): H "
                     "heads of width d_head = d_model / H together do 2 N^2 d_model.",
                     lambda c, received, meta: _looks_per_head(self._nd(c), received)),

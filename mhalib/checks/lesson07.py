@@ -455,8 +455,10 @@ class OnlineSoftmaxAttention(MeasuredExercise):
                         "start + j.", variant(causal_mode="local")),
             WrongAnswer("causal_ignored", "with causal=True the queries still see future keys.",
                         variant(causal=False)),
-            WrongAnswer("nan_for_empty_rows", "a query that sees no key gives NaN (0 / 0); the "
-                        "contract wants a row of zeros.", variant(nan_empty_rows=True)),
+            WrongAnswer("nan_for_empty_rows", "a query that sees no key gives NaN: 0 / 0, or "
+                        "exp(-inf - (-inf)) from a running max still at -inf; the contract wants "
+                        "a row of zeros (shift by 0 where the max is -inf, and guard the "
+                        "division).", variant(nan_empty_rows=True)),
             # after the models above: where one of them explains a case too, it is named
             Symptom("blocks_combined_wrongly", "with all the keys in one block the output is "
                     "right, but split into blocks it is not, so the blocks are combined wrongly: "

@@ -225,9 +225,9 @@ class RopeAngles(_RopeExercise):
                         "half as fast as they should. Use base ** (-2 * i / head_dim) with i = 0, "
                         "1, ..., head_dim/2 - 1, or arange(0, head_dim, 2) / head_dim.",
                         wrong(exponent=1.0)),
-            WrongAnswer("exponent_doubled", "the exponent is doubled (4 i / head_dim): "
-                        "torch.arange(0, head_dim, 2) already holds 2 i, so do not multiply it by "
-                        "2 again.", wrong(exponent=4.0)),
+            WrongAnswer("exponent_doubled", "the exponent is doubled (4 i / head_dim): 2 i "
+                        "multiplied by 2 again (torch.arange(0, head_dim, 2) already holds 2 i), "
+                        "or divided by head_dim // 2 instead of head_dim.", wrong(exponent=4.0)),
             WrongAnswer("positive_exponent", "the frequencies grow with i instead of shrinking: "
                         "the exponent needs its minus sign, base ** (-2 i / head_dim) (or "
                         "1 / base ** (2 i / head_dim)).", wrong(sign=1.0)),
