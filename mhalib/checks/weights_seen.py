@@ -108,12 +108,17 @@ def causal_patterns(n_q: int, n_k: int, right: np.ndarray) -> list[Pattern]:
     return [p for p in found if not np.array_equal(p.mask, right)]
 
 
-def _support_problem(heads, weights, extra_patterns) -> tuple[str, str] | None:
+def _support_problem(heads, weights, extra_patterns, noise: float = 0.0
+                     ) -> tuple[str, str] | None:
+    """Which keys each query used, against the keys it may use (``noise``: the reading's
+    relative residual; an output computed in float32 reads back weights of about 1e-7 where
+    the weight is 0, which must not count as a key used)."""
+    threshold = max(USED, 1e3 * noise)
     for head, w in zip(heads, weights):
         finite = np.isfinite(w).all(axis=1)
         w = np.where(finite[:, None], w, 0.0)
         top = np.abs(w).max(axis=1, keepdims=True)
-        used = np.abs(w) > USED * np.maximum(top, 1e-300)
+        used = np.abs(w) > threshold * np.maximum(top, 1e-300)
         used &= (top > 1e-12)
         rows = head.allowed.any(axis=1) & (top[:, 0] > 1e-12) & finite
         if np.array_equal(used[rows], head.allowed[rows]):
@@ -274,7 +279,8 @@ def diagnose(heads: list[Head], names: dict[str, int], extra_patterns=None,
         return _values_problem(heads, reads)
     kept = [(h, r[0]) for h, r in zip(heads, reads) if r is not None]
     hs, ws = [h for h, _ in kept], [w for _, w in kept]
-    for step in (lambda: _support_problem(hs, ws, extra_patterns),
+    noise = max((r[1] for r in reads if r is not None), default=0.0)
+    for step in (lambda: _support_problem(hs, ws, extra_patterns, noise),
                  lambda: _same_weights(hs, ws, same_weights_message),
                  lambda: _normalisation_problem(hs, ws, names),
                  lambda: _scale_problem(hs, ws, names)):

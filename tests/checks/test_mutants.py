@@ -16,13 +16,8 @@ import torch
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
-from mhalib.checks.mutants import (
-    _built,
-    _schema,
-    clear_schemas,
-    default_expected,
-    mutant_diagnosis,
-)
+from mhalib.checks.mutant_schema import built, clear_schemas, schema
+from mhalib.checks.mutants import default_expected, mutant_diagnosis
 from mhalib.checks.probe import probe
 from mhalib.checks.registry import LESSONS
 from mhalib.checks.torch_exercise import TorchExercise, torch_model
@@ -41,16 +36,16 @@ def test_the_schema_with_no_edit_on_computes_the_answer_key(name):
     checker = get_exercise(name)
     if not default_expected(checker):
         pytest.skip("this exercise's expected output is not its answer key alone")
-    schema = _schema(answer_key(name))
-    assert schema is not None and schema.mutants
-    assert not schema.active
+    found = schema(answer_key(name))
+    assert found is not None and found.mutants
+    assert not found.active
     for case in checker.cases(0, "grading"):
         if getattr(case, "must_raise", ""):
             continue
         if isinstance(checker, TorchExercise):
-            got = torch_model(schema.function)(case)
+            got = torch_model(found.function)(case)
         else:
-            got = schema.function(*case.args, **case.kwargs)
+            got = found.function(*case.args, **case.kwargs)
         assert difference(checker.expected(case), got, 1e-12, 1e-12) is None, case.label
 
 
@@ -111,7 +106,7 @@ def test_the_visible_suite_builds_in_the_background_then_names_it_too():
 
 
 def default_schema_built(name: str) -> bool:
-    return _built(answer_key(name))
+    return built(answer_key(name))
 
 
 def test_a_right_answer_passes():
