@@ -192,6 +192,14 @@ def _special_rows(n: int) -> np.ndarray:
     return np.concatenate([one_hot, uniform, tiny])
 
 
+def _with_empty_row(weights):
+    """``weights`` with row 1 set to zeros: a query with no allowed key (the contract's zero
+    row of weights)."""
+    weights = weights.copy()
+    weights[1] = 0.0
+    return weights
+
+
 class SoftmaxEntropy(Exercise):
     name = "softmax_entropy"
     assignment = "03-scaling"
@@ -212,6 +220,8 @@ class SoftmaxEntropy(Exercise):
             Case("a single vector", (_distributions(rng, (9,)),)),
             Case("axis=-2 with zeros", (_distributions(rng, (3, 5, 5), axis=-2, zeros=0.5),),
                  {"axis": -2}),
+            Case("a fully masked row (all weights 0) has entropy 0", (_with_empty_row(
+                _distributions(rng, (4, 6))),)),
         ]
 
     def mistakes(self):
@@ -223,8 +233,10 @@ class SoftmaxEntropy(Exercise):
                         "log (np.log) for nats.", with_reference(lambda h, c: h / np.log(2))),
             WrongAnswer("log10", "the values use log base 10; use the natural log (np.log).",
                         with_reference(lambda h, c: h / np.log(10))),
-            WrongAnswer("nan_for_zeros", "0 * log(0) gave NaN: a zero weight contributes 0 to the "
-                        "entropy (use np.where, or log only where p > 0).",
+            WrongAnswer("nan_for_zeros", "NaN where weights are 0: 0 * log(0), or 0 / 0 from "
+                        "dividing a row of zeros (a fully masked row) by its sum. A zero weight "
+                        "contributes 0 to the entropy and a row of zeros has entropy 0 (log only "
+                        "where p > 0, and do not renormalise).",
                         lambda c: -np.sum(_entropy_terms(c.args[0]), axis=_axis(c))),
             WrongAnswer("no_minus_sign", "the values are negative: entropy is minus the sum of p "
                         "log p.", with_reference(lambda h, c: -h)),

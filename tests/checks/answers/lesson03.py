@@ -164,7 +164,9 @@ def entropy_xlogy(weights, axis=-1):
 
 
 def entropy_scipy(weights, axis=-1):
-    return scipy.stats.entropy(weights, axis=axis)
+    # scipy.special.entr is -p log p with 0 at p = 0 (scipy.stats.entropy would renormalise,
+    # and a fully masked row of zeros would give 0 / 0)
+    return np.sum(scipy.special.entr(weights), axis=axis)
 
 
 def entropy_epsilon(weights, axis=-1):
