@@ -54,6 +54,7 @@ def merge_readback(exercise, case, output):
     lse = np.logaddexp(la, lb)
     right = (np.exp(la - lse), np.exp(lb - lse))
     top = np.maximum(la, lb)
+    shifted_by_max = (np.exp(la - top), np.exp(lb - top))  # (what a lse taken as the max gives)
     readings = [
         ((np.ones_like(la), np.ones_like(lb)), "added_outputs",
          "the two outputs were added as they are: each is normalised over its own keys, so each "
@@ -64,7 +65,7 @@ def merge_readback(exercise, case, output):
         ((np.exp(la), np.exp(lb)), "shares_not_normalised",
          "the outputs were weighted by exp(lse_a) and exp(lse_b) without dividing by their "
          "total: the shares are exp(lse_x - lse) with lse = log(exp(lse_a) + exp(lse_b))"),
-        ((np.exp(la - top), np.exp(lb - top)), "shares_not_normalised",
+        (shifted_by_max, "shares_not_normalised",
          "the outputs were weighted by exp(lse_x - max) without dividing by the total of the two "
          "weights: the shares exp(lse_x - lse) sum to 1"),
         ((right[1], right[0]), "shares_swapped",
@@ -75,7 +76,7 @@ def merge_readback(exercise, case, output):
     ]
     if _same(alpha, right[0]) and _same(beta, right[1]):
         return _lse_readback(output, la, lb, lse, rows)
-    if _same(alpha, readings[3][0][0]) and _same(beta, readings[3][0][1]) and \
+    if _same(alpha, shifted_by_max[0]) and _same(beta, shifted_by_max[1]) and \
             _returned_lse(output, rows, top):
         return "readback:lse_is_max", (
             "read back from your output, the combined lse is the larger of the two, max(lse_a, "
