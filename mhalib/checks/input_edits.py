@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,17 +43,11 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
     ``(case, result)``, or None; none is tried after ``budget_s`` seconds."""
     started = time.perf_counter()
     from mhalib.checks.case_inputs import parameter_names, sizes
-    from mhalib.checks.mutants import (
-        default_expected,
-        degenerate,
-        extreme_inputs_only,
-        only_non_finite_differ,
-    )
+    from mhalib.checks.mutants import reproduces_all, to_explain
 
-    recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
+    recorded = to_explain(exercise, recorded)
     names = parameter_names(exercise)
-    if not recorded or not names or not default_expected(exercise) or degenerate(recorded) or \
-            only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
+    if not recorded or not names:
         return None
     if any(_shapes(result.get("output")) != _shapes(exercise.expected(case))
            for case, result in recorded):
@@ -65,12 +58,8 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
     for reading in readings[:MAX_READINGS]:
         if time.perf_counter() - started > budget_s:
             break
-        compute = _computer(exercise, names, reading)
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            if not all(exercise.reproduces(case, compute, result.get("output"))
-                       for case, result in recorded):
-                continue
+        if not reproduces_all(exercise, _computer(exercise, names, reading), recorded):
+            continue
         fits.append(reading)
         if len(fits) > 2:
             return None

@@ -41,9 +41,8 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     """``(flag, message)`` naming the edit of the answer key that reproduces every recorded
     failing ``(case, result)`` (at most three), or None; tries at most ``max_tried`` mutants in
     order, and none after ``budget_s`` seconds (the schema's first build included)."""
-    recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
-    if not recorded or not default_expected(exercise) or degenerate(recorded) or \
-            only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
+    recorded = to_explain(exercise, recorded)
+    if not recorded:
         return None
     from mhalib.checks.answer_key import answer_key
 
@@ -75,8 +74,7 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
         found.active.clear()
         found.active.update(mutant.ids)
         try:
-            if not all(_reproduces(exercise, case, compute, result.get("output"))
-                       for case, result in recorded):
+            if not reproduces_all(exercise, compute, recorded):
                 continue
         finally:
             found.active.clear()
@@ -92,6 +90,28 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
             "your output: ")
     flag = f"mutant:{fits[0].where or 'key'}:{min(fits[0].ids)}"
     return flag, lead + " Or: ".join(m.sentence for m in fits) + "."
+
+
+def to_explain(exercise, recorded) -> list:
+    """The failing ``(case, result)`` pairs (at most three, no refusal cases) that an edit of the
+    answer key or of its inputs may explain, or ``[]`` when none should be tried: the expected
+    output is not the key's alone, the output ignores its inputs (:func:`degenerate`), or the
+    slip is one of numerical care (:func:`only_non_finite_differ`,
+    :func:`extreme_inputs_only`)."""
+    recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
+    if not recorded or not default_expected(exercise) or degenerate(recorded) or \
+            only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
+        return []
+    return recorded
+
+
+def reproduces_all(exercise, compute, recorded) -> bool:
+    """True when ``compute`` reproduces every recorded output (warnings of the wrong answers'
+    arithmetic silenced)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return all(exercise.reproduces(case, compute, result.get("output"))
+                   for case, result in recorded)
 
 
 def only_non_finite_differ(exercise, recorded) -> bool:
@@ -195,12 +215,6 @@ def default_expected(exercise) -> bool:
     from mhalib.checks.torch_exercise import TorchExercise
 
     return type(exercise).expected in (Exercise.expected, TorchExercise.expected)
-
-
-def _reproduces(exercise, case, compute, received) -> bool:
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return exercise.reproduces(case, compute, received)
 
 
 def _computer(exercise, function):
