@@ -95,10 +95,10 @@ def _new_schema(key) -> Schema | None:
     active = _Switchboard()
     counter = iter(range(1, 10**9))
     codes: dict = {}
-    built = _build(key, "", active, counter, codes, depth=0, seen={key})
-    if built is None:
+    made = _build(key, "", active, counter, codes, depth=0, seen={key})
+    if made is None:
         return None
-    function, mutants = built
+    function, mutants = made
     ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != ""))
     return Schema(function, active, ordered, codes)
 
@@ -110,14 +110,14 @@ def _build(function, where, active, counter, codes, depth, seen):
     for name, helper in (_helpers(function) if depth < 2 else []):
         if helper in seen:
             continue
-        built = _build(helper, name, active, counter, codes, depth + 1, seen | {helper})
-        if built is not None:
-            helpers[name], helper_mutants = built
+        made = _build(helper, name, active, counter, codes, depth + 1, seen | {helper})
+        if made is not None:
+            helpers[name], helper_mutants = made
             mutants.extend(helper_mutants)
-    built = _instrument(function, active, counter, where, overrides=helpers)
-    if built is None:
+    made = _instrument(function, active, counter, where, overrides=helpers)
+    if made is None:
         return None
-    compiled, own = built
+    compiled, own = made
     codes.setdefault(where, compiled.__code__)
     return compiled, own + mutants
 

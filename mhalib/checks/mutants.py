@@ -10,10 +10,10 @@ edit also in every place it applies at once (``keepdims=True`` left out of both 
 
 The key is compiled once, as a schema in which every edit is a switch
 (:mod:`mhalib.checks.mutant_schema`), so one mutant is one call, not one compilation. A mutant
-is named only when it reproduces the learner's
-output on every failing case given (several sizes, so one case's coincidence does not count);
-when two edits in different places fit, both are said, and when more fit none is. Messages show
-the edited fragment in the contract's argument names, never the key's whole statement.
+is named only when it reproduces the learner's output on every failing case given (several
+sizes, so one case's coincidence does not count); when two edits in different places fit, both
+are said, and when more fit none is. Messages show the edited fragment in the contract's
+argument names, never the key's whole statement.
 """
 
 from __future__ import annotations
