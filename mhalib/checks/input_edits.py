@@ -90,11 +90,10 @@ def _values(exercise, case, names) -> dict:
 
 def _computer(exercise, names, reading: Reading):
     from mhalib.checks.answer_key import answer_key
+    from mhalib.checks.case_inputs import sizes
     from mhalib.checks.torch_exercise import TorchExercise, as_numpy
 
     key = answer_key(exercise.name)
-
-    from mhalib.checks.case_inputs import sizes
 
     def compute(case):
         values = {k: _copy(v) for k, v in _values(exercise, case, names).items()}
