@@ -180,6 +180,20 @@ class Exercise:
         not (a vaguer error such as numpy's reshape error, or a result returned)."""
         return refusal_problem(case, received)
 
+    def expected_once(self, case: Case):
+        """``expected(case)``, computed once per case object (the judge asks many times: once
+        per mutant of the answer key it tries)."""
+        cache = self.__dict__.setdefault("_expected_cache", {})
+        hit = cache.get(id(case))
+        if hit is None or hit[0] is not case:
+            if len(cache) > 64:
+                cache.clear()
+            hit = cache[id(case)] = (case, self._expected_now(case))
+        return hit[1]
+
+    def _expected_now(self, case: Case):
+        return self.expected(case)
+
     def reproduces(self, case: Case, compute: Callable[[Case], Any], received) -> bool:
         """True when ``compute`` (a wrong answer) differs from the reference on ``case`` and
         ``received`` equals it."""
@@ -189,9 +203,18 @@ class Exercise:
             wrong = compute(case)
         except Exception:
             return False
-        if difference(self.expected(case), wrong, self.rtol, self.atol) is None:
+        if difference(self.expected_once(case), wrong, self.rtol, self.atol) is None:
             return False  # this mistake makes no difference on this case
         return difference(wrong, nan_where_empty(wrong, received), self.rtol, self.atol) is None
+
+    def stays_right(self, case: Case, compute: Callable[[Case], Any]) -> bool:
+        """True when ``compute`` (a reading of the learner's code) gives the reference output on
+        ``case``: a case the learner got right must come out right from the reading too."""
+        try:
+            output = compute(case)
+        except Exception:
+            return False
+        return difference(self.expected_once(case), output, self.rtol, self.atol) is None
 
 
 def _numpy_scalar(output) -> str | None:

@@ -79,19 +79,29 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
     failing = [(case, result) for case, result in zip(cases, results)
                if _failed(case, failures)]
     recorded = [(c, r) for c, r in failing if r.get("status") == "ok"]
-    from mhalib.checks.mutants import GRADING_BUDGET_S, QUICK_BUDGET_S, mutant_diagnosis
+    from mhalib.checks.mutants import (
+        GRADING_BUDGET_S,
+        QUICK_BUDGET_S,
+        mutant_diagnosis,
+        passing_cases,
+    )
 
     budget = QUICK_BUDGET_S if quick else GRADING_BUDGET_S
+    # a reading of the code must also get right the cases the learner got right
+    passing = passing_cases(cases, results, {label for label, _ in failures})
+
+    def from_search(exercise, recorded):
+        return _from_search(exercise, recorded, passing)
 
     def from_mutants(exercise, recorded):
-        return mutant_diagnosis(exercise, recorded, budget)
+        return mutant_diagnosis(exercise, recorded, budget, passing=passing)
 
     def from_input_edits(exercise, recorded):
         from mhalib.checks.input_edits import input_edit_diagnosis
 
-        return input_edit_diagnosis(exercise, recorded, budget / 2)
+        return input_edit_diagnosis(exercise, recorded, budget / 2, passing=passing)
 
-    for step in (_from_search, _from_count_terms, from_mutants, from_input_edits,
+    for step in (from_search, _from_count_terms, from_mutants, from_input_edits,
                  _from_readbacks, _from_properties):
         try:
             found = step(exercise, recorded)
@@ -147,13 +157,13 @@ def _failed(case, failures) -> bool:
     return any(label == case.label for label, _ in failures)
 
 
-def _from_search(exercise, recorded):
+def _from_search(exercise, recorded, passing=()):
     space = getattr(exercise, "search_space", None)
     if space is None or not recorded:
         return None
     from mhalib.checks.search import search_changes
 
-    return search_changes(exercise, space(), recorded[:3])
+    return search_changes(exercise, space(), recorded[:3], passing=passing)
 
 
 def _from_count_terms(exercise, recorded):

@@ -6,6 +6,8 @@ then the answer key's on that argument changed, which this module tries, one rea
 - ``-inf`` entries read as 0 (replaced to avoid NaN, which gives them weight);
 - a boolean mask read the other way round (True taken as masked);
 - an array with its last two axes swapped (a transpose too many: keys on rows);
+- a 1-D int array of one entry per item (the sequences' lengths) with one entry used for all
+  (its largest or its first), or read in reverse;
 - an axis holding blocks (heads of ``d_head`` columns, groups, pages) split the other way: head
   ``h`` taking every ``H``-th entry instead of a contiguous block, in one argument or in every
   argument with such an axis at once.
@@ -37,13 +39,14 @@ class Reading:
     edit: Callable[[dict, dict], None]
 
 
-def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
+def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
                          ) -> tuple[str, str] | None:
     """``(flag, message)`` for the reading of the inputs that reproduces every recorded failing
-    ``(case, result)``, or None; none is tried after ``budget_s`` seconds."""
+    ``(case, result)`` and stays right on the ``passing`` cases, or None; none is tried after
+    ``budget_s`` seconds."""
     started = time.perf_counter()
     from mhalib.checks.case_inputs import parameter_names, sizes
-    from mhalib.checks.mutants import reproduces_all, to_explain
+    from mhalib.checks.mutants import reproduces_all, stays_right_on_all, to_explain
 
     recorded = to_explain(exercise, recorded)
     names = parameter_names(exercise)
@@ -58,7 +61,9 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0
     for reading in readings[:MAX_READINGS]:
         if time.perf_counter() - started > budget_s:
             break
-        if not reproduces_all(exercise, _computer(exercise, names, reading), recorded):
+        compute = _computer(exercise, names, reading)
+        if not reproduces_all(exercise, compute, recorded) or \
+                not stays_right_on_all(exercise, compute, passing):
             continue
         fits.append(reading)
         if len(fits) > 2:
@@ -137,6 +142,8 @@ def _readings(values: dict, named: dict[str, int]) -> list[Reading]:
                                  lambda v, _, n=name: v.__setitem__(n, _swap_last(v[n]))))
         if _is_bool(value):
             continue
+        if _is_int(value) and len(value.shape) == 1 and value.shape[0] > 1:
+            found += _per_item_readings(name)
         for axis, size in enumerate(value.shape):
             for rule in _block_rules(size, named):
                 blocked.setdefault(rule, []).append((name, axis))
@@ -191,7 +198,7 @@ def _strided(places, rule, size, named) -> Reading:
             length = values[name].shape[axis]
             block = _block(rule, length, case_named)
             if block is None:
-                raise ValueError("this case has no such blocks")
+                continue  # no such blocks in this case: the reading changes nothing here
             values[name] = _unstride(values[name], axis, length // block, block)
     key = "+".join(f"{name}@{axis}" for name, axis in places)
     return Reading(f"{key}:strided_{rule[0]}_{rule[1]}", sentence, edit)
@@ -206,6 +213,31 @@ def _unstride(value, axis, count, block):
         moved = value.reshape(split).transpose(axis, axis + 1)
         return moved.reshape(shape)
     return np.swapaxes(value.reshape(split), axis, axis + 1).reshape(shape)
+
+
+def _is_int(value) -> bool:
+    return "int" in str(value.dtype)
+
+
+def _per_item_readings(name) -> list[Reading]:
+    """Readings of a 1-D int array of one entry per item (the sequences' lengths): one entry
+    used for every item, or the entries in reverse order."""
+    def everywhere(pick):
+        return lambda v, _: v.__setitem__(name, v[name] * 0 + pick(v[name]))
+    return [
+        Reading(f"{name}:largest_for_all", f"`{name}`'s largest entry used for every item (one "
+                f"value for all, max({name})): item b has its own `{name}[b]`",
+                everywhere(lambda v: v.max())),
+        Reading(f"{name}:first_for_all", f"`{name}[0]` used for every item (the first item's "
+                f"value, or a loop variable left over from it): item b has its own `{name}[b]`",
+                everywhere(lambda v: v[0])),
+        Reading(f"{name}:reversed", f"`{name}` read in reverse order (item b got the value of "
+                f"item B - 1 - b)", lambda v, _: v.__setitem__(name, _reversed(v[name]))),
+    ]
+
+
+def _reversed(value):
+    return value.flip(0) if hasattr(value, "flip") else value[::-1].copy()
 
 
 def _has_neg_inf(value) -> bool:

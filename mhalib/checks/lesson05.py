@@ -136,8 +136,11 @@ class CrossoverSeqLen(Exercise):
             WrongAnswer("no_output_projection", "that solves 4 N^2 d = 6 N d^2 (the output "
                         "projection left out); with it, 4 N^2 d = 8 N d^2 and N = 2 d_model.",
                         times(1.5)),
-            WrongAnswer("one_n2_term", "that solves 2 N^2 d = 8 N d^2 (one N^2 term); the scores "
-                        "and the weighted sum both grow like N^2, so N = 2 d_model.", times(4)),
+            WrongAnswer("one_n2_term", "that solves 2 N^2 d = 8 N d^2: either one N^2 term was "
+                        "left out (the scores and the weighted sum both grow like N^2), or the N^2 "
+                        "products were counted at 1 FLOP per multiply-add while the projections "
+                        "were counted at 2. With both N^2 terms at 2 FLOPs per multiply-add, "
+                        "4 N^2 d = 8 N d^2 and N = 2 d_model.", times(4)),
             WrongAnswer("inverted_ratio", "that is d_model / 2: the equation 4 N^2 d = 8 N d^2 was "
                         "solved upside down. Divide both sides by 4 N d: N = 2 d.",
                         times(0.5)),
@@ -145,10 +148,11 @@ class CrossoverSeqLen(Exercise):
                         "that steps while the N^2 terms are <= the projections stops at the "
                         "first N past the point where they are equal, N = 2 d_model.",
                         lambda c: 2 * (c.args[0] if c.args else c.kwargs["d_model"]) + 1),
-            WrongAnswer("no_output_projection_one_n2_term", "that solves 2 N^2 d = 6 N d^2: both "
-                        "the output projection and one of the two N^2 terms are missing. With "
-                        "all four projections (8 N d^2) and both N^2 terms (4 N^2 d), N = 2 "
-                        "d_model.", times(3)),
+            WrongAnswer("no_output_projection_one_n2_term", "that solves 2 N^2 d = 6 N d^2: the "
+                        "output projection is missing, and so is one of the two N^2 terms (or "
+                        "they were counted at 1 FLOP per multiply-add where the projections got "
+                        "2). With all four projections (8 N d^2) and both N^2 terms (4 N^2 d), "
+                        "N = 2 d_model.", times(3)),
         ]
 
     def reproduces(self, case, compute, received):

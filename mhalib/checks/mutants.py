@@ -37,10 +37,12 @@ GRADING_BUDGET_S = 30.0
 
 
 def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
-                     max_tried: int = MAX_TRIED) -> tuple[str, str] | None:
+                     max_tried: int = MAX_TRIED, passing=()) -> tuple[str, str] | None:
     """``(flag, message)`` naming the edit of the answer key that reproduces every recorded
-    failing ``(case, result)`` (at most three), or None; tries at most ``max_tried`` mutants in
-    order, and none after ``budget_s`` seconds (the schema's first build included)."""
+    failing ``(case, result)`` (at most three) and stays right on the ``passing`` cases (the
+    cases the learner got right, :func:`passing_cases`), or None; tries at most ``max_tried``
+    mutants in order, and none after ``budget_s`` seconds (the schema's first build
+    included)."""
     recorded = to_explain(exercise, recorded)
     if not recorded:
         return None
@@ -74,7 +76,8 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
         found.active.clear()
         found.active.update(mutant.ids)
         try:
-            if not reproduces_all(exercise, compute, recorded):
+            if not reproduces_all(exercise, compute, recorded) or \
+                    not stays_right_on_all(exercise, compute, passing):
                 continue
         finally:
             found.active.clear()
@@ -112,6 +115,23 @@ def reproduces_all(exercise, compute, recorded) -> bool:
         warnings.simplefilter("ignore")
         return all(exercise.reproduces(case, compute, result.get("output"))
                    for case, result in recorded)
+
+
+def stays_right_on_all(exercise, compute, passing) -> bool:
+    """True when ``compute`` gives the right output on every case of ``passing``: a reading of
+    the learner's code that gets wrong a case the learner got right is not their code (an edit
+    that fits the failing cases by a coincidence of their sizes, say)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return all(exercise.stays_right(case, compute) for case in passing)
+
+
+def passing_cases(cases, results, failed_labels, most: int = 3) -> list:
+    """The ``most`` smallest cases the learner got right (an output, no refusal expected)."""
+    right = [case for case, result in zip(cases, results)
+             if case.label not in failed_labels and result.get("status") == "ok"
+             and not getattr(case, "must_raise", "")]
+    return sorted(right, key=_size)[:most]
 
 
 def only_non_finite_differ(exercise, recorded) -> bool:

@@ -42,14 +42,20 @@ def single_changes(model: Callable, knobs: dict[str, list[tuple[Any, str]]],
 
 
 def search_changes(exercise, changes: list[Change], recorded, cap: int = MAX_CHANGES,
-                   beat: int = 0) -> tuple[str, str] | None:
+                   beat: int = 0, passing=()) -> tuple[str, str] | None:
     """``(flag, message)`` of the change that reproduces most of the ``recorded`` failing
-    ``(case, result)`` pairs (more than half, and more than ``beat``), or None."""
+    ``(case, result)`` pairs (more than half, and more than ``beat``) and stays right on the
+    ``passing`` cases (those the learner got right), or None."""
+    from mhalib.checks.mutants import stays_right_on_all
+
     votes: dict[str, int] = {}
     for change in changes[:cap]:
         for case, result in recorded:
             if exercise.reproduces(case, change.compute, result.get("output")):
                 votes[change.name] = votes.get(change.name, 0) + 1
+    computes = {change.name: change.compute for change in changes[:cap]}
+    votes = {name: count for name, count in votes.items()
+             if stays_right_on_all(exercise, computes[name], passing)}
     if not votes:
         return None
     most = max(votes.values())
@@ -76,8 +82,10 @@ def search_beats_models(exercise, cases, results, failures, votes) -> tuple[str,
         return None
     try:
         changes = space(recorded[0][0])[:getattr(exercise, "search_cap", MAX_CHANGES)]
+        from mhalib.checks.mutants import passing_cases
+
         found = search_changes(exercise, changes, recorded, cap=len(changes), beat=max(
-            votes.values(), default=0))
+            votes.values(), default=0), passing=passing_cases(cases, results, failing))
     except Exception:  # a diagnosis must never crash the judge
         return None
     return found

@@ -252,13 +252,27 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
     for head in misfits:
         for sentence, values, _keys in head.value_options:
             other = read_weights(head.out, values)
-            if other is not None and other[1] <= FIT and (
-                    np.nan_to_num(other[0]) > -1e-6).all():
+            if other is not None and other[1] <= FIT and _softmax_like(other[0], head, values):
                 votes.setdefault(sentence, []).append(head.label)
     if not votes:
         return None
     sentence, labels = max(votes.items(), key=lambda item: len(item[1]))
     return "weights:values", f"{sentence} ({labels[0]})"
+
+
+def _softmax_like(w, head, values) -> bool:
+    """True when weights ``w (N_q, n)`` read over another value set could come from a softmax
+    over that set: none negative, and none zero where a softmax gives weight (every key of the
+    set, or, over the head's own keys, every key its mask allows), and each row summing to 1.
+    A set that fits with some of its keys at weight 0 is not the set read, only a superset of
+    it; one whose weights sum to less than 1 leaves out keys that took some weight."""
+    w = np.nan_to_num(w)
+    if (w < -1e-6).any():
+        return False
+    rows = np.isfinite(head.out).all(axis=1)
+    given = head.allowed if head.allowed.shape == w.shape else np.ones(w.shape, bool)
+    sums = w[rows].sum(axis=1)
+    return bool((w[rows][given[rows]] > 1e-6).all()) and np.allclose(sums, 1.0, atol=1e-6)
 
 
 def all_fit(reads) -> bool:

@@ -87,6 +87,11 @@ def paged_heads(exercise, case, output) -> list[Head]:
             options = [("the keys were read from pages 0, 1, 2... in order: the block table, "
                         "which lists each sequence's pages, was not used",
                         v_pages[in_order % len(v_pages), g, slots % page], None),
+                       ("the pages were read as consecutive pages of the pool, from the row's "
+                        f"first page on (block_table[{b}, 0], + 1, + 2...): a sequence's pages can "
+                        "be anywhere in the pool, so read page block_table[b, t // page_size] for "
+                        "each key t", v_pages[(table[b, 0] + in_order) % len(v_pages), g,
+                                              slots % page], None),
                        (f"query head {h} read K/V head {h % k_pages.shape[1]} (h % G, tiled) "
                         f"instead of {g} (h // (H // G))",
                         v_pages[pages, h % k_pages.shape[1], slots % page], None)]

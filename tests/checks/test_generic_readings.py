@@ -212,3 +212,78 @@ def test_an_overflow_is_said_as_an_overflow_not_as_an_edit():
 
     verdict = judged("merge_attention_states", merge_without_shift)
     assert not any(f.startswith(("mutant:", "input:")) for f in verdict.flags), verdict.diagnosis
+
+
+def mla_head_width_from_d_model(x, w_dkv, w_uk, w_uv, w_q, w_o, num_heads, causal=True):
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads  # right only when num_heads * d_head == d_model
+    latent = x @ w_dkv
+
+    def heads(t):
+        return t.reshape(b, n, -1, d_head).transpose(1, 2)
+
+    q, k, v = heads(x @ w_q), heads(latent @ w_uk), heads(latent @ w_uv)
+    s = q.double() @ k.double().transpose(-1, -2) / math.sqrt(d_head)
+    if causal:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+    ctx = (torch.softmax(s, -1) @ v.double()).to(x.dtype)
+    return ctx.transpose(1, 2).reshape(b, n, -1) @ w_o
+
+
+def test_a_reading_that_gets_a_passed_case_wrong_is_not_named():
+    """An edit of the key that fits the failing cases only (here: the key's own argument check
+    given one head) is not the learner's code when it gets wrong a case the learner passed."""
+    verdict = judged("mla_attention", mla_head_width_from_d_model)
+    assert not verdict.passed
+    assert "_check_mla_args" not in verdict.diagnosis and "positive_int" not in \
+        verdict.diagnosis, verdict.diagnosis
+    assert "d_head" in verdict.diagnosis, verdict.diagnosis
+
+
+def paged_one_length_for_all(q, k_pages, v_pages, block_table, seq_lens):
+    batch, heads, d = q.shape
+    groups, page = k_pages.shape[1], k_pages.shape[2]
+    n = int(seq_lens.max())  # the longest length for every sequence
+    out = torch.zeros(q.shape, dtype=torch.float64)
+    for b in range(batch):
+        if int(seq_lens[b]) == 0:
+            continue
+        for h in range(heads):
+            g = h // (heads // groups)
+            keys = torch.stack([k_pages[block_table[b, t // page], g, t % page]
+                                for t in range(n)]).double()
+            vals = torch.stack([v_pages[block_table[b, t // page], g, t % page]
+                                for t in range(n)]).double()
+            w = torch.softmax(keys @ q[b, h].double() / math.sqrt(d), 0)
+            out[b, h] = w @ vals
+    return out.to(q.dtype)
+
+
+def paged_pages_in_a_row(q, k_pages, v_pages, block_table, seq_lens):
+    batch, heads, d = q.shape
+    groups, page = k_pages.shape[1], k_pages.shape[2]
+    out = torch.zeros(q.shape, dtype=torch.float64)
+    for b in range(batch):
+        n = int(seq_lens[b])
+        if n == 0:
+            continue
+        first = int(block_table[b, 0])
+        for h in range(heads):
+            g = h // (heads // groups)
+            where = [((first + t // page) % k_pages.shape[0], t % page) for t in range(n)]
+            keys = torch.stack([k_pages[p, g, s] for p, s in where]).double()
+            vals = torch.stack([v_pages[p, g, s] for p, s in where]).double()
+            out[b, h] = torch.softmax(keys @ q[b, h].double() / math.sqrt(d), 0) @ vals
+    return out.to(q.dtype)
+
+
+@pytest.mark.parametrize("func, words", [
+    (paged_one_length_for_all, "largest entry used for every item"),
+    (paged_pages_in_a_row, "consecutive pages of the pool"),
+])
+def test_paged_reads_are_named_by_the_keys_they_read(func, words):
+    verdict = judged("paged_attention", func)
+    assert not verdict.passed
+    assert words in verdict.diagnosis, verdict.diagnosis
+    assert "every page of the block-table row" not in verdict.diagnosis
+    assert "one key too many" not in verdict.diagnosis
