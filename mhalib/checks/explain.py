@@ -2,6 +2,8 @@
 
 Tried in order on the failing cases, each only when the checker's own models named nothing:
 
+0. the right values returned as a tuple in another order (``(weights, out)`` for ``(out,
+   weights)``);
 1. the exercise's **search over single changes** of its answer key (``search_space()``, see
    :mod:`mhalib.checks.search`): the change that reproduces most failing outputs is named;
 2. for a count, the failing cases read together as the right count **times a ratio of sizes or
@@ -101,8 +103,8 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
 
         return input_edit_diagnosis(exercise, recorded, budget / 2, passing=passing)
 
-    for step in (from_search, _from_count_terms, from_mutants, from_input_edits,
-                 _from_readbacks, _from_properties):
+    for step in (_from_tuple_order, from_search, _from_count_terms, from_mutants,
+                 from_input_edits, _from_readbacks, _from_properties):
         try:
             found = step(exercise, recorded)
         except Exception:  # a diagnosis must never crash the judge
@@ -155,6 +157,37 @@ def _same_factor_everywhere(forms) -> bool:
 
 def _failed(case, failures) -> bool:
     return any(label == case.label for label, _ in failures)
+
+
+def _from_tuple_order(exercise, recorded):
+    """When every failing output is the right tuple in another order: which goes where."""
+    import itertools
+
+    from mhalib.checks.compare import difference
+
+    orders = None
+    for case, result in recorded:
+        output = result.get("output")
+        expected = getattr(exercise, "expected_once", exercise.expected)(case)
+        if not (isinstance(output, tuple) and isinstance(expected, tuple)
+                and len(output) == len(expected) > 1):
+            return None
+        tolerance = exercise.tolerance(case) if hasattr(exercise, "tolerance") else (
+            exercise.rtol, exercise.atol)
+        fitting = {order for order in itertools.permutations(range(len(expected)))
+                   if order != tuple(range(len(expected)))
+                   and all(difference(expected[j], output[i], *tolerance) is None
+                           for i, j in enumerate(order))}
+        orders = fitting if orders is None else orders & fitting
+        if not orders:
+            return None
+    if not orders or len(orders) > 1:
+        return None
+    order = next(iter(orders))
+    moved = ", ".join(f"output[{i}] is the right output[{j}]" for i, j in enumerate(order)
+                      if i != j)
+    return "form:tuple_order", (f"the right values, returned in another order: {moved}. Return "
+                                "them in the order the contract gives.")
 
 
 def _from_search(exercise, recorded, passing=()):

@@ -91,6 +91,9 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
     distinct = {tuple(sorted(r[3].items())) for r in rows}
     if len(distinct) < 2:
         return None
+    constant = _constant_factor(rows, where)
+    if constant is not None:
+        return constant
     names = sorted(set.intersection(*(set(r[3]) for r in rows)))[:MAX_NAMES]
     for monomial in _monomials(names, RATIO_EXPONENTS, RATIO_FACTORS):
         ratios = [got / want / _value(monomial, named) if want else None
@@ -117,6 +120,30 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
                 meaning = f"misses a term {term}: a part of the count was left out"
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
     return _term_swapped(rows, names, where)
+
+
+def _constant_factor(rows, where) -> tuple[str, str] | None:
+    """The count a power of 2 (1/4, 1/2, 2, 4) times the right one on every failing case: a
+    constant factor missing or one too many, which a term of the same size would only restate
+    ("misses a term 3 N d^2" where the 3 N d^2 is half of 6 N d^2)."""
+    ratios = {got / want if want else None for _, got, want, _ in rows}
+    if len(ratios) != 1:
+        return None
+    ratio = next(iter(ratios))
+    for factor in (Fraction(1, 4), Fraction(1, 2), Fraction(2), Fraction(4)):
+        if ratio is not None and math.isclose(ratio, float(factor), rel_tol=1e-12):
+            break
+    else:
+        return None
+    if factor < 1:
+        return "count:constant_factor", (
+            f"{where} is exactly {factor} of the right one on every failing case: a constant "
+            "factor is missing (a multiply-add counted as 1 FLOP instead of 2 halves a FLOP "
+            "count; or a 2 left out of a term).")
+    return "count:constant_factor", (
+        f"{where} is exactly {factor} times the right one on every failing case: a constant "
+        "factor too many (a constant squared along with a size, as (2 * n) ** 2 where "
+        "2 * n ** 2 is meant, or the whole part counted twice).")
 
 
 def explain_off_by_one(exercise, recorded) -> tuple[str, str] | None:

@@ -156,12 +156,21 @@ def _matmul(exercise, case, last, line, named):
             "of heads) makes one of them narrower")
     shapes = re.search(_MATMUL[1], last)
     if shapes:
-        inner_left, inner_right = int(shapes.group(2)), int(shapes.group(3))
+        rows_left, inner_left, inner_right, columns_right = (int(g) for g in shapes.groups())
+        odd = _odd_operand(((rows_left, inner_left), (inner_right, columns_right)), named)
+        if odd is not None:
+            side, size = odd
+            return "matmul", (
+                f"a matrix product's {side} operand ({rows_left}x{inner_left} and "
+                f"{inner_right}x{columns_right}) has a size of {size}, which is no size of this "
+                "case: that operand was cut short or built wrongly (a slice past the end of an "
+                "axis, such as columns taken where rows were meant, or a width computed from "
+                "the wrong sizes)")
         return "matmul", (
             f"a matrix product's left operand has {_say(inner_left, named)} columns where the "
-            f"right one has {_say(inner_right, named)} rows: a tensor of width {inner_left} was "
-            f"multiplied where one of width {inner_right} belongs (is it the right input for this "
-            "projection, e.g. x or the latent, and the right weight?)")
+            f"right one has {_say(inner_right, named)} rows: one of the two is the wrong tensor, "
+            f"or has its axes the other way round (is it the right input for this projection, "
+            "e.g. x or the latent, the right weight, and the right slice of it?)")
     numbers = re.search(_MATMUL[0], last)
     sizes = ""
     if numbers:
@@ -176,6 +185,18 @@ def _matmul(exercise, case, last, line, named):
         reason += ": check which axes each operand has at that line (a transpose missing or "\
                   "one too many, or a tensor split into the wrong number of heads)."
     return "matmul", reason
+
+
+def _odd_operand(shapes, named) -> tuple[str, int] | None:
+    """``("left" | "right", size)`` when exactly one operand of a failed matrix product has a
+    size that no size of the case (or product or quotient of two) names, else None."""
+    sizes = {v for v in named.values() if isinstance(v, int) and v > 0}
+    known = sizes | {a * b for a in sizes for b in sizes} | {
+        a // b for a in sizes for b in sizes if a % b == 0}
+    odd = [(side, next(n for n in shape if n > 1 and n not in known))
+           for side, shape in zip(("left", "right"), shapes)
+           if any(n > 1 and n not in known for n in shape)]
+    return odd[0] if len(odd) == 1 else None
 
 
 def _broadcast(exercise, case, last, line, named):

@@ -97,6 +97,37 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     return ""
 
 
+def _regrouped(want, got, named) -> str | None:
+    """When ``got`` is the axes of the right output, or of an input, regrouped (each of its axes
+    the product of some of theirs, every one used once, not only in another order): which is
+    which, in the case's sizes; else None."""
+    import itertools
+    import re
+
+    if sorted(got) == sorted(want) or int(np.prod(got)) != int(np.prod(want)) or not got or \
+            1 in got:
+        return None
+    inputs: dict[str, dict[int, int]] = {}
+    for label, size in named.items():
+        found = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", label)
+        if found and isinstance(size, int):
+            inputs.setdefault(found.group(1), {})[int(found.group(2))] = size
+    shapes = [tuple(want)] + [tuple(axes[i] for i in sorted(axes)) for axes in inputs.values()]
+    for shape in shapes:
+        sizes = [n for n in shape if n != 1]
+        if int(np.prod(sizes)) != int(np.prod(got)) or len(sizes) > 6:
+            continue
+        for owner in itertools.product(range(len(got)), repeat=len(sizes)):
+            groups = [[sizes[i] for i in range(len(sizes)) if owner[i] == axis]
+                      for axis in range(len(got))]
+            if all(groups) and all(int(np.prod(g)) == n for g, n in zip(groups, got)):
+                if all(len(g) == 1 for g in groups):
+                    break  # a plain reordering of this shape: said elsewhere
+                said = ", ".join(" x ".join(_say(n, named) for n in g) for g in groups)
+                return f"({said})"
+    return None
+
+
 def _shape(want, got, path, named):
     if len(got) > len(want):
         squeezed = tuple(n for n in got if n != 1)
@@ -128,6 +159,12 @@ def _shape(want, got, path, named):
     if len(got) == len(want) and sorted(got) == sorted(want):
         return ("form:shape", f"{path} has shape {got} for {want}: the axes are in the wrong "
                 "order (a transpose missing, or one too many).")
+    regrouped = _regrouped(want, got, named)
+    if regrouped is not None:
+        return ("form:shape", f"{path} has shape {got} for {want}: the same values with the axes "
+                f"regrouped, {regrouped}: an operation ran along the wrong axis (np.concatenate "
+                "or np.stack of an array runs along its FIRST axis, the batch), or a reshape or "
+                "a transpose used the axes in the wrong order.")
     if len(got) == len(want):
         wrong = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
         parts = [f"axis {i} has 1 entry where it should have {_say(want[i], named)}: either "

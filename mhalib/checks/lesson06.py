@@ -431,13 +431,17 @@ class DecodeWithCache(MeasuredExercise):
                     "@ w_o), appends its key and value to the cache, and attends over the cache.",
                     lambda case, received, meta: (self._not_stepwise(case, meta)
                                                   and self.right(case, received))),
-            WrongAnswer("top_left_causal", "each step's query only sees the first key: "
-                        "F.scaled_dot_product_attention(is_causal=True) aligns the mask top-left, "
-                        "so one query over t keys sees key 0 only. The newest token may see the "
-                        "whole cache: no mask is needed when decoding.",
+            WrongAnswer("top_left_causal", "each step's query only sees the first key: either "
+                        "a causal mask aligned top-left (F.scaled_dot_product_attention(is_causal="
+                        "True) with one query over t keys lets it see key 0 only: the newest token "
+                        "may see the whole cache, so no mask is needed when decoding), or the "
+                        "cache never grew along the token axis (new keys and values appended "
+                        "along another axis, or overwritten, so each step attends to one key).",
                         stepwise(visible="first")),
-            WrongAnswer("excludes_current_token", "each step attends only to earlier tokens: "
-                        "append the new token's key and value to the cache before attending.",
+            WrongAnswer("excludes_current_token", "each step attends only to earlier tokens, "
+                        "not to itself: the new token's key and value must be among the keys it "
+                        "attends to (appended to the cache before attending, and not sliced away: "
+                        "the first t + 1 entries at step t, not t).",
                         stepwise(visible="past")),
             WrongAnswer("not_causal", "every token sees the whole sequence, future included: at "
                         "step t attend only to the cache of tokens 0..t.",

@@ -126,6 +126,9 @@ def _support_problem(heads, weights, extra_patterns, noise: float = 0.0
         zero_filled = _masked_as_zero(head, w, rows)
         if zero_filled:
             return "weights:masked_as_zero", f"{zero_filled} ({head.label})"
+        added = _mask_added(head, w, rows)
+        if added:
+            return "weights:mask_added", f"{added} ({head.label})"
         n_q, n_k = head.allowed.shape
         patterns = extra_patterns(head) if extra_patterns else []
         if not head.allowed.all():
@@ -250,9 +253,10 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
                if read is None or read[1] > FIT]
     votes: dict[str, list] = {}
     for head in misfits:
-        for sentence, values, _keys in head.value_options:
+        for sentence, values, keys in head.value_options:
             other = read_weights(head.out, values)
-            if other is not None and other[1] <= FIT and _softmax_like(other[0], head, values):
+            if other is not None and other[1] <= FIT and _softmax_like(other[0], head, values,
+                                                                        keys):
                 votes.setdefault(sentence, []).append(head.label)
     if not votes:
         return None
@@ -260,19 +264,26 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
     return "weights:values", f"{sentence} ({labels[0]})"
 
 
-def _softmax_like(w, head, values) -> bool:
+def _softmax_like(w, head, values, keys=None) -> bool:
     """True when weights ``w (N_q, n)`` read over another value set could come from a softmax
-    over that set: none negative, and none zero where a softmax gives weight (every key of the
-    set, or, over the head's own keys, every key its mask allows), and each row summing to 1.
-    A set that fits with some of its keys at weight 0 is not the set read, only a superset of
-    it; one whose weights sum to less than 1 leaves out keys that took some weight."""
+    over that set: rows summing to 1, none negative, and, when the set's ``keys`` are known, the
+    very weights softmax(scale q . k) gives over them (under the head's mask when the set has
+    its width). A set that fits with some keys at weight 0 where a softmax gives them weight is
+    not the set read, only a superset of it."""
     w = np.nan_to_num(w)
-    if (w < -1e-6).any():
-        return False
     rows = np.isfinite(head.out).all(axis=1)
-    given = head.allowed if head.allowed.shape == w.shape else np.ones(w.shape, bool)
-    sums = w[rows].sum(axis=1)
-    return bool((w[rows][given[rows]] > 1e-6).all()) and np.allclose(sums, 1.0, atol=1e-6)
+    if (w < -1e-6).any() or not np.allclose(w[rows].sum(axis=1), 1.0, atol=1e-6):
+        return False
+    if keys is None or keys.shape[0] != w.shape[1]:
+        return True
+    logits = head.scale * (head.q @ keys.T)  # (N_q, n)
+    if head.allowed.shape == logits.shape:
+        logits = np.where(head.allowed, logits, -np.inf)
+    with np.errstate(all="ignore"):
+        top = logits.max(axis=1, keepdims=True)
+        e = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
+        softmax = e / e.sum(axis=1, keepdims=True)
+    return bool(np.allclose(w[rows], softmax[rows], atol=1e-6))
 
 
 def all_fit(reads) -> bool:
@@ -324,6 +335,28 @@ def _masked_as_zero(head, w, rows) -> str | None:
     return ("every masked key gets exactly the weight of a score of 0: the masked scores were "
             "set to 0 instead of -inf, and exp(0) = 1 still gives them weight; fill them with "
             "-inf (float('-inf')) so that exp gives 0")
+
+
+def _mask_added(head, w, rows) -> str | None:
+    """What it says when every masked key got its right score plus one same finite amount
+    (a float 0/1 mask added to the scores, as an additive attn_mask is), else None."""
+    hidden = ~head.allowed & rows[:, None]
+    if not hidden.any() or not (w[rows] > 0).all():
+        return None
+    logits = head.scale * (head.q @ head.k.T)  # (N_q, N_k), the right scores
+    gap = np.log(np.where(w > 0, w, 1.0)) - logits  # the row's log-normaliser, plus any offset
+    with np.errstate(all="ignore"):
+        offset = np.nanmean(np.where(head.allowed, gap, np.nan), axis=1, keepdims=True)
+    shown = head.allowed & rows[:, None]
+    if not np.allclose(gap[shown], np.broadcast_to(offset, gap.shape)[shown], atol=1e-6):
+        return None
+    moved = (gap - offset)[hidden]
+    if not np.allclose(moved, moved[0], atol=1e-6) or abs(moved[0]) < 1e-3:
+        return None
+    return (f"every masked key got its right score {moved[0]:+.3g}: the mask was added to the "
+            "scores as numbers (a float 0/1 mask moves them by 1; "
+            "F.scaled_dot_product_attention adds a float attn_mask) instead of hiding those keys; "
+            "pass a bool mask (True = may attend) or fill the hidden scores with -inf")
 
 
 def _same_weights(heads, weights, message) -> tuple[str, str] | None:

@@ -84,44 +84,46 @@ def paged_heads(exercise, case, output) -> list[Head]:
             g = h // rep
             keys, vals = k_pages[pages, g, slots % page], v_pages[pages, g, slots % page]
             in_order = np.arange(n) // page
+
+            def read(pool_pages, group=g, slots=slots):  # (n, d) keys, values at those slots
+                return (k_pages[pool_pages % len(k_pages), group, slots % page],
+                        v_pages[pool_pages % len(v_pages), group, slots % page])
             options = [("the keys were read from pages 0, 1, 2... in order: the block table, "
-                        "which lists each sequence's pages, was not used",
-                        v_pages[in_order % len(v_pages), g, slots % page], None),
+                        "which lists each sequence's pages, was not used", *read(in_order)[::-1]),
                        ("the pages were read as consecutive pages of the pool, from the row's "
                         f"first page on (block_table[{b}, 0], + 1, + 2...): a sequence's pages can "
                         "be anywhere in the pool, so read page block_table[b, t // page_size] for "
-                        "each key t", v_pages[(table[b, 0] + in_order) % len(v_pages), g,
-                                              slots % page], None),
+                        "each key t", *read(table[b, 0] + in_order)[::-1]),
                        (f"query head {h} read K/V head {h % k_pages.shape[1]} (h % G, tiled) "
                         f"instead of {g} (h // (H // G))",
-                        v_pages[pages, h % k_pages.shape[1], slots % page], None)]
-            options += _length_options(table[b], v_pages[:, g], n, page)
+                        *read(pages, h % k_pages.shape[1])[::-1])]
+            options += _length_options(table[b], k_pages[:, g], v_pages[:, g], n, page)
             heads.append(Head(f"sequence {b}, head {h}", q[b, h][None], keys, vals,
                               out[b, h][None], np.ones((1, n), bool),
                               1 / math.sqrt(q.shape[-1]), options))
     return heads
 
 
-def _length_options(row, pages, n, page):
-    """Value sets of the usual length slips: one key too many, the whole last page, every page
-    of the block-table row."""
+def _length_options(row, key_pages, value_pages, n, page):
+    """``(sentence, values, keys)`` of the usual length slips: one key too many, the whole last
+    page, every page of the block-table row."""
     def gathered(count):
         slots = np.arange(count)
-        return pages[row[slots // page], slots % page]
+        return (value_pages[row[slots // page], slots % page],
+                key_pages[row[slots // page], slots % page])
     options = []
     if (n + 1) <= len(row) * page:
         options.append(("each sequence reads one key too many (t <= seq_len instead of "
                         "t < seq_len): only the first seq_lens[b] keys belong to it",
-                        gathered(n + 1), None))
+                        *gathered(n + 1)))
     whole = -(-n // page) * page
     if whole > n:
         options.append(("the whole last page is read, slots past the sequence's length "
-                        "included: mask the keys t >= seq_lens[b]", gathered(whole), None))
+                        "included: mask the keys t >= seq_lens[b]", *gathered(whole)))
     if len(row) * page > whole:
         options.append(("every page of the block-table row is read, entries past the "
                         "sequence's pages included: only ceil(seq_len / page_size) pages hold "
-                        "its keys, and only seq_len of their slots", gathered(len(row) * page),
-                        None))
+                        "its keys, and only seq_len of their slots", *gathered(len(row) * page)))
     return options
 
 
@@ -148,7 +150,7 @@ def _projected_heads(x, w_q, w_k, w_v, merged, num_heads, num_kv_heads, causal):
                         f"query head h must read group h // (num_heads // num_kv_heads)",
                         v[other], k[other]) for other in range(num_kv_heads) if other != g]
             options.append(("the output is a weighted sum of the KEYS: the keys and values were "
-                            "swapped (w_k used for the values)", k[g], None))
+                            "swapped (w_k used for the values)", k[g], k[g]))
             options.append((STRIDED.format(h=g), strided[g], None))
             heads.append(Head(f"batch {b}, head {h}", q[h], k[g], v[g], out[h], allowed,
                               1 / math.sqrt(d_head), options))

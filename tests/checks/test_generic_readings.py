@@ -287,3 +287,73 @@ def test_paged_reads_are_named_by_the_keys_they_read(func, words):
     assert words in verdict.diagnosis, verdict.diagnosis
     assert "every page of the block-table row" not in verdict.diagnosis
     assert "one key too many" not in verdict.diagnosis
+
+
+def masked_attention_pair_swapped(q, k, v, mask):
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    s = np.where(mask, s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(-1, keepdims=True)
+    w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return w, w @ v  # the contract's order is (output, weights)
+
+
+def mha_flops_projections_per_mac(seq_len, d_model):
+    n, d = seq_len, d_model
+    parts = {"qkv_projections": 3 * n * d * d, "scores": 2 * n * n * d,
+             "weighted_sum": 2 * n * n * d, "output_projection": 2 * n * d * d}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def mha_flops_constant_squared(seq_len, d_model):
+    n, d = seq_len, d_model
+    parts = {"qkv_projections": 6 * n * d * d, "scores": (2 * n) ** 2 * d,
+             "weighted_sum": 2 * n * n * d, "output_projection": 2 * n * d * d}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def merge_heads_over_batch(x):
+    return np.concatenate(list(x), axis=-1)  # runs over the batch, not the heads
+
+
+def absorb_output_columns(w_uk, w_uv, w_q, w_o, num_heads):
+    width = w_q.shape[1] // num_heads
+    w_q_latent, w_o_latent = [], []
+    for h in range(num_heads):
+        part = slice(h * width, (h + 1) * width)
+        w_q_latent.append(w_q[:, part] @ w_uk[:, part].T)
+        w_o_latent.append(w_uv[:, part] @ w_o[:, part].T)  # columns of w_o, not its rows
+    return torch.stack(w_q_latent), torch.stack(w_o_latent)
+
+
+def gqa_float_causal_mask(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+
+    def heads(t, count):
+        return t.reshape(b, n, count, d_head).transpose(1, 2)
+
+    q = heads(x @ w_q, num_heads)
+    k = heads(x @ w_k, num_kv_heads).repeat_interleave(num_heads // num_kv_heads, 1)
+    v = heads(x @ w_v, num_kv_heads).repeat_interleave(num_heads // num_kv_heads, 1)
+    mask = torch.ones(n, n, dtype=q.dtype).tril() if causal else None  # 0/1, added as numbers
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return out.transpose(1, 2).reshape(b, n, d_model) @ w_o
+
+
+@pytest.mark.parametrize("exercise, func, flag, words", [
+    ("masked_attention", masked_attention_pair_swapped, "form:tuple_order",
+     "output[0] is the right output[1]"),
+    ("mha_flops", mha_flops_projections_per_mac, "count:constant_factor", "exactly 1/2 of"),
+    ("mha_flops", mha_flops_constant_squared, "count:constant_factor", "(2 * n) ** 2"),
+    ("merge_heads", merge_heads_over_batch, "form:shape", "regrouped"),
+    ("absorb_mla_weights", absorb_output_columns, "raised:matmul", "right operand"),
+    ("grouped_query_attention", gqa_float_causal_mask, "weights:mask_added", "added to the scores"),
+])
+def test_a_slip_is_named_by_a_generic_reading(exercise, func, flag, words):
+    verdict = judged(exercise, func)
+    assert not verdict.passed
+    assert flag in verdict.flags and words in verdict.diagnosis, (verdict.flags, verdict.diagnosis)
