@@ -97,10 +97,10 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     return ""
 
 
-def _regrouped(want, got, named) -> str | None:
+def _regrouped(want, got, named) -> tuple[str, bool] | None:
     """When ``got`` is the axes of the right output, or of an input, regrouped (each of its axes
     the product of some of theirs, every one used once, not only in another order): which is
-    which, in the case's sizes; else None."""
+    which, in the case's sizes, and whether the first axis moved; else None."""
     import itertools
     import re
 
@@ -124,7 +124,7 @@ def _regrouped(want, got, named) -> str | None:
                 if all(len(g) == 1 for g in groups):
                     break  # a plain reordering of this shape: said elsewhere
                 said = ", ".join(" x ".join(_say(n, named) for n in g) for g in groups)
-                return f"({said})"
+                return f"({said})", groups[0] != sizes[:1]
     return None
 
 
@@ -161,10 +161,14 @@ def _shape(want, got, path, named):
                 "order (a transpose missing, or one too many).")
     regrouped = _regrouped(want, got, named)
     if regrouped is not None:
+        said, first_moved = regrouped
+        cause = ("an operation ran along the wrong axis (np.concatenate or np.stack of an array "
+                 "runs along its FIRST axis, the batch), or a reshape or a transpose used the axes "
+                 "in the wrong order" if first_moved else "a reshape to sizes in the wrong order "
+                 "(x.shape unpacked in the wrong order, or one size used for another), or a "
+                 "transpose missing before it")
         return ("form:shape", f"{path} has shape {got} for {want}: the same values with the axes "
-                f"regrouped, {regrouped}: an operation ran along the wrong axis (np.concatenate "
-                "or np.stack of an array runs along its FIRST axis, the batch), or a reshape or "
-                "a transpose used the axes in the wrong order.")
+                f"regrouped, {said}: {cause}.")
     if len(got) == len(want):
         wrong = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
         parts = [f"axis {i} has 1 entry where it should have {_say(want[i], named)}: either "
