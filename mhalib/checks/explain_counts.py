@@ -21,6 +21,7 @@ from fractions import Fraction
 RATIO_EXPONENTS, RATIO_FACTORS = (-2, -1, 1, 2), 3  # N / d, d^2 / N^2 ...
 TERM_EXPONENTS, TERM_FACTORS = (1, 2), 6  # 2 N^2, num_layers * rope_head_dim * bytes ...
 MAX_NAMES = 8
+UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "kB": 10**3, "MB": 10**6, "GB": 10**9}
 CONSTANTS = tuple(Fraction(n, d) for n in (1, 2, 3, 4, 6, 8) for d in (1, 2, 4)
                   if Fraction(n, d).denominator == d or d == 1)
 
@@ -47,11 +48,17 @@ def _say(monomial: dict[str, int]) -> str:
     return f"{top} / {' / '.join(down)}" if down else top
 
 
+_CONSTANT_FLOATS = tuple((float(constant), constant) for constant in CONSTANTS)
+_SMALLEST, _LARGEST = min(CONSTANTS), max(CONSTANTS)
+
+
 def _nice(value: float) -> Fraction | None:
-    for constant in CONSTANTS:
-        for sign in (1, -1):
-            if math.isclose(value, sign * float(constant), rel_tol=1e-9):
-                return sign * constant
+    size = abs(value)
+    if not (0.99 * _SMALLEST <= size <= 1.01 * _LARGEST):  # most tries: no constant is near
+        return None
+    for number, constant in _CONSTANT_FLOATS:
+        if math.isclose(size, number, rel_tol=1e-9):
+            return constant if value > 0 else -constant
     return None
 
 
@@ -85,9 +92,18 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
     key = rows[0][0]
     rows = [r for r in rows if r[0] == key]
     where = f"the {key!r} count" if key is not None else "your count"
+    if all(got == 0 for _, got, _, _ in rows):
+        return "count:zero", (
+            f"{where} is 0 on every failing case: a branch returned 0 where only a part of the "
+            "count depends on the condition. A conditional expression binds loosest: "
+            "`a + b if bias else 0` means `(a + b) if bias else 0`; write "
+            "`a + (b if bias else 0)`.")
     off = _off_by_one(rows, where)
     if off is not None:
         return off
+    units = _in_units(rows, where)
+    if units is not None:
+        return units
     distinct = {tuple(sorted(r[3].items())) for r in rows}
     if len(distinct) < 2:
         return None
@@ -120,6 +136,19 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
                 meaning = f"misses a term {term}: a part of the count was left out"
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
     return _term_swapped(rows, names, where)
+
+
+def _in_units(rows, where) -> tuple[str, str] | None:
+    """The count the right one divided by a unit (2**20 for MiB, 10**9 for GB...), on every
+    failing case (one is enough: no size of a case makes such a factor by chance)."""
+    for unit, size in UNITS.items():
+        if all(want and got in (want / size, want // size, round(want / size))
+               for _, got, want, _ in rows):
+            return "count:units", (
+                f"{where} is the right one in {unit} (divided by {size:,}) on every failing "
+                "case: the contract's count is in plain units (bytes, FLOPs), so leave it "
+                "undivided.")
+    return None
 
 
 def _constant_factor(rows, where) -> tuple[str, str] | None:
@@ -174,12 +203,17 @@ def _term_swapped(rows, names, where) -> tuple[str, str] | None:
     """One term counted with other sizes of the same degree (``2 N d^2`` for ``2 N^2 d``): the
     difference is ``c * (m1 - m2)`` on every failing case, ``c`` a plain constant."""
     monomials = _monomials(names, TERM_EXPONENTS, 3)
-    for counted, meant in itertools.permutations(monomials, 2):
-        if sum(counted.values()) != sum(meant.values()):
-            continue
+    values = [[_value(m, named) for _, _, _, named in rows] for m in monomials]  # once each
+    degrees = [sum(m.values()) for m in monomials]
+    first_gap = rows[0][1] - rows[0][2]
+    low, high = 0.99 * float(_SMALLEST), 1.01 * float(_LARGEST)
+    for (i, counted), (j, meant) in itertools.permutations(enumerate(monomials), 2):
+        if degrees[i] != degrees[j] or values[i][0] == values[j][0] or not (
+                low <= abs(first_gap / (values[i][0] - values[j][0])) <= high):
+            continue  # the first case already rules this pair out
         terms = []
-        for _, got, want, named in rows:
-            gap = _value(counted, named) - _value(meant, named)
+        for row, (_, got, want, _) in enumerate(rows):
+            gap = values[i][row] - values[j][row]
             terms.append((got - want) / gap if gap else None)
         constant = _nice(terms[0]) if terms[0] is not None else None
         if constant is None or constant <= 0 or not all(

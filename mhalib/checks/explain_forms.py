@@ -1,5 +1,6 @@
 """A wrong output explained by its form (issue 22), for slips no mistake model lists: the right
-values in the wrong places (an axis reversed, or scrambled by a reshape), one constant factor
+values in the wrong places (an axis reversed, or scrambled by a reshape), only the diagonal
+wrong, one constant factor
 off (named by the case's sizes: sqrt(d_head), 1024, bytes_per_element...), NaN exactly where a
 row has no allowed key or where large inputs overflow, axes extra, missing, swapped or
 mis-sized (named by the case's sizes), dict keys other than the contract's."""
@@ -29,8 +30,8 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
         return None
     e, r = e.astype(np.float64), r.astype(np.float64)
-    return (_nan(case, e, r, path) or _triangle(e, r, path) or _factor(e, r, path, named)
-            or _placement(e, r, path, named))
+    return (_nan(case, e, r, path) or _triangle(e, r, path) or _diagonal_only(e, r, path)
+            or _factor(e, r, path, named) or _placement(e, r, path, named))
 
 
 def _expected(exercise, case):
@@ -157,8 +158,13 @@ def _shape(want, got, path, named):
                     f"{_say(gone[0], named)} is missing; the separate results along it were "
                     "summed or merged into one, or never made.")
     if len(got) == len(want) and sorted(got) == sorted(want):
-        return ("form:shape", f"{path} has shape {got} for {want}: the axes are in the wrong "
-                "order (a transpose missing, or one too many).")
+        said = ""
+        if len(set(want)) == len(want):  # each size names one axis of the right output
+            said = (" (" + ", ".join(f"axis {want.index(n)}'s {_say(n, named)}" for n in got)
+                    + " in that order)")
+        return ("form:shape", f"{path} has shape {got} for {want}{said}: the axes are in the "
+                "wrong order (a transpose missing, one too many, or one that swapped the wrong "
+                "pair of axes).")
     regrouped = _regrouped(want, got, named)
     if regrouped is not None:
         said, first_moved = regrouped
@@ -225,6 +231,21 @@ def _triangle(e, r, path):
                         "it: only one triangle of the matrix was filled (a loop over j that "
                         "starts at i, or ends at i, without filling the other half).")
     return None
+
+
+def _diagonal_only(e, r, path):
+    """Every entry off the diagonal of the last two (square) axes right, and the diagonal
+    wrong: the i == j case has its own term, and it is the one that is wrong."""
+    if e.ndim < 2 or e.shape[-1] != e.shape[-2] or e.shape[-1] < 2:
+        return None
+    diagonal = np.eye(e.shape[-1], dtype=bool)
+    close = np.isclose(r, e, rtol=1e-6, atol=1e-9)
+    if not close[..., ~diagonal].all() or close[..., diagonal].any():
+        return None
+    return ("form:diagonal", f"{path} is right everywhere but on the diagonal (i == j), where "
+            "every entry is wrong: the diagonal's own term is missing, doubled or overwritten "
+            "(np.fill_diagonal or a separate i == j branch that sets the entry instead of "
+            "adding to it).")
 
 
 def _factor(e, r, path, named):

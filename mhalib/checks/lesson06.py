@@ -89,7 +89,9 @@ class RepeatKV(TorchExercise):
                         "flattens the tensor first; pass dim=1.",
                         torch_model(lambda x, n: torch.repeat_interleave(x, n))),
             WrongAnswer("ignores_n_rep", "the groups came back unrepeated (B, G, N, d): repeat "
-                        "each group n_rep times along dim 1.", torch_model(lambda x, n: x)),
+                        "each group n_rep times along dim 1 (if the code has a repeat, it was "
+                        "skipped: an early return meant for n_rep == 1 whose test also holds for "
+                        "larger n_rep, say).", torch_model(lambda x, n: x)),
         ]
 
 

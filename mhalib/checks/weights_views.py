@@ -303,7 +303,32 @@ def _heads_view(heads_of):
     return view
 
 
+def returned_weights_view(exercise, case, output):
+    """For an exercise that returns ``(out, weights)``: the weights it returned, read as they
+    are (which keys each query used, whether rows sum to 1, the scores' scale)."""
+    values = _inputs(exercise, case)
+    if values is None or not isinstance(output, tuple) or len(output) != 2:
+        return None
+    out, weights = (np.asarray(part) for part in output)
+    q, k, v = values["q"], values["k"], values["v"]
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if weights.dtype != np.float64 or weights.shape != q.shape[:-2] + (n_q, n_k) or \
+            out.shape != q.shape[:-1] + v.shape[-1:]:
+        return None
+    mask = values.get("mask")
+    allowed = np.broadcast_to(np.ones((n_q, n_k), bool) if mask is None else np.asarray(
+        mask, bool), weights.shape)
+    heads, reads = [], []
+    for index in np.ndindex(*q.shape[:-2]):  # one "head" per leading index
+        heads.append(Head(f"batch {index}" if index else "the output", q[index], k[index],
+                          v[index], out[index], allowed[index], 1 / math.sqrt(q.shape[-1]), []))
+        reads.append((weights[index], 0.0))
+    return diagnose(heads, {"d_k": q.shape[-1], "N_k": n_k, "N_q": n_q}, reads=reads)
+
+
 VIEWS = {
+    "attention": returned_weights_view,
+    "masked_attention": returned_weights_view,
     "online_softmax_attention": _heads_view(online_softmax_heads),
     "paged_attention": _heads_view(paged_heads),
     "grouped_query_attention": gqa_view,

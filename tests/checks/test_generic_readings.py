@@ -357,3 +357,68 @@ def test_a_slip_is_named_by_a_generic_reading(exercise, func, flag, words):
     verdict = judged(exercise, func)
     assert not verdict.passed
     assert flag in verdict.flags and words in verdict.diagnosis, (verdict.flags, verdict.diagnosis)
+
+
+def kv_cache_in_mebibytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                          bytes_per_element=2):
+    values = 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size
+    return values * bytes_per_element // 2**20
+
+
+def test_a_count_in_other_units_is_named_by_its_unit():
+    verdict = judged("kv_cache_bytes", kv_cache_in_mebibytes)
+    assert not verdict.passed
+    assert "count:units" in verdict.flags and "MiB" in verdict.diagnosis, verdict.diagnosis
+
+
+def jacobian_diagonal_set_to_p(p):
+    jac = -np.outer(p, p)
+    jac[np.diag_indices_from(jac)] = p  # p_i where p_i - p_i^2 belongs
+    return jac
+
+
+def test_only_the_diagonal_wrong_is_said_as_the_diagonal_term():
+    verdict = judged("softmax_jacobian", jacobian_diagonal_set_to_p)
+    assert not verdict.passed
+    assert "form:diagonal" in verdict.flags, verdict.diagnosis
+
+
+def _softmax_rows(s):
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def masked_attention_scaled_by_key_count(q, k, v, mask):
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(k.shape[-2])  # N_k where d_k belongs
+    w = _softmax_rows(np.where(mask, s, -np.inf))
+    return w @ v, w
+
+
+def test_returned_weights_are_read_as_they_are():
+    verdict = judged("masked_attention", masked_attention_scaled_by_key_count)
+    assert not verdict.passed
+    assert "weights:scale" in verdict.flags and "1/sqrt(N_k)" in verdict.diagnosis, \
+        verdict.diagnosis
+
+
+def param_count_conditional_binds_loosest(d_model, bias=True):
+    return 4 * d_model * d_model + 4 * d_model if bias else 0  # (a + b) if bias else 0
+
+
+def split_heads_swaps_the_wrong_pair(x, num_heads):
+    b, n, d = x.shape
+    if d % num_heads:
+        raise ValueError(f"d_model={d} is not divisible by num_heads={num_heads}")
+    return x.reshape(b, n, num_heads, d // num_heads).transpose(0, 1, 3, 2)
+
+
+@pytest.mark.parametrize("exercise, func, flag, words", [
+    ("mha_param_count", param_count_conditional_binds_loosest, "count:zero", "binds loosest"),
+    ("split_heads", split_heads_swaps_the_wrong_pair, "form:shape", "in that order"),
+])
+def test_a_slip_is_named_by_its_output_alone(exercise, func, flag, words):
+    verdict = judged(exercise, func)
+    assert not verdict.passed
+    assert flag in verdict.flags and words in verdict.diagnosis, (verdict.flags, verdict.diagnosis)
