@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import types
 
 VALIDATOR_MODULE = "mhalib.validate"
 MAX_SAID = 90  # characters of a fragment before the edited node alone is shown
@@ -50,20 +51,32 @@ def sites(tree: ast.FunctionDef, module_globals: dict) -> dict[int, list[ast.AST
     statements (alternatives share the original's children; never mutate them)."""
     variables = _variables(tree)
     counting = _is_count(tree)
-    validators = {name for name, value in module_globals.items()
-                  if getattr(value, "__module__", "") == VALIDATOR_MODULE}
     found: dict[int, list[ast.AST]] = {}
     for statement in computing_statements(tree):
         pending = [statement]
         while pending:
             node = pending.pop()
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in validators:
+            if isinstance(node, ast.Call) and _validator(node.func, module_globals):
                 continue  # an argument check (and what it returns) is never edited
             alternatives = list(_replacements(node, variables, counting))
             if alternatives:
                 found[id(node)] = alternatives
             pending.extend(ast.iter_child_nodes(node))
     return found
+
+
+def _validator(func: ast.AST, module_globals: dict):
+    """The :mod:`mhalib.validate` function ``func`` names (``positive_int`` imported from it,
+    or ``validate.positive_int``), else None."""
+    if isinstance(func, ast.Name):
+        target = module_globals.get(func.id)
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        module = module_globals.get(func.value.id)
+        target = getattr(module, func.attr, None) if isinstance(module, types.ModuleType) \
+            and module.__name__ == VALIDATOR_MODULE else None
+    else:
+        return None
+    return target if getattr(target, "__module__", "") == VALIDATOR_MODULE else None
 
 
 def computing_statements(tree: ast.FunctionDef):
@@ -140,8 +153,7 @@ def aliases_of(tree: ast.FunctionDef, module_globals: dict) -> dict[str, str]:
             aliases[local] = value.id
         elif isinstance(value, ast.Call):
             names = [a.id for a in value.args if isinstance(a, ast.Name) and a.id in arguments]
-            target = module_globals.get(getattr(value.func, "id", ""), None)
-            if len(names) == 1 and getattr(target, "__module__", "") == VALIDATOR_MODULE:
+            if len(names) == 1 and _validator(value.func, module_globals) is not None:
                 aliases[local] = names[0]
     return aliases
 
@@ -316,8 +328,10 @@ def _call_edits(node: ast.Call):
     for i, keyword in enumerate(node.keywords):
         if keyword.arg is not None:
             yield ast.Call(node.func, node.args, node.keywords[:i] + node.keywords[i + 1:])
-    if node.args and not any(isinstance(a, ast.Starred) for a in node.args):
-        yield node.args[0]  # the call left out: sqrt(d) as d, a softmax skipped
+    if node.args and not any(isinstance(a, ast.Starred) for a in node.args) and not (
+            isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        yield node.args[0]  # the call left out: sqrt(d) as d, a softmax skipped (a string
+        # is no value: 'batch_size' * n would build a string of n copies)
     if isinstance(node.func, ast.Attribute) and node.func.attr in _UNWRAPPED_METHODS:
         yield node.func.value  # a transpose (or cast) left out
     for i in range(len(node.args) - 1):

@@ -168,6 +168,13 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
     sums = np.array(sums)
     if not len(sums) or np.allclose(sums, 1.0, atol=1e-4):
         return None
+    if np.allclose(sums, 0.0, atol=1e-12):
+        return "weights:all_zero", (
+            "read back from your output, every row of weights is all 0 where it should sum to "
+            "1: the scores were NaN (or all -inf) before the softmax and a guard turned them "
+            "into 0. 0 * -inf and -inf - (-inf) are NaN: a mask added as (~mask) * -inf makes "
+            "the allowed scores NaN too; put -inf only where the mask hides a key (np.where, or "
+            "masked_fill in torch)")
     if np.allclose(sums, sums[0], rtol=1e-4):
         factor = float(sums[0])
         return "weights:rows_scaled", (
