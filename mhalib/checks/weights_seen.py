@@ -262,8 +262,7 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
     for head in misfits:
         for sentence, values, keys in head.value_options:
             other = read_weights(head.out, values)
-            if other is not None and other[1] <= FIT and _softmax_like(other[0], head, values,
-                                                                        keys):
+            if other is not None and other[1] <= FIT and _softmax_like(other[0], head, keys):
                 votes.setdefault(sentence, []).append(head.label)
     if not votes:
         return None
@@ -271,7 +270,7 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
     return "weights:values", f"{sentence} ({labels[0]})"
 
 
-def _softmax_like(w, head, values, keys=None) -> bool:
+def _softmax_like(w, head, keys=None) -> bool:
     """True when weights ``w (N_q, n)`` read over another value set could come from a softmax
     over that set: rows summing to 1, none negative, and, when the set's ``keys`` are known, the
     very weights softmax(scale q . k) gives over them (under the head's mask when the set has
