@@ -191,8 +191,7 @@ def _odd_operand(shapes, named) -> tuple[str, int] | None:
     """``("left" | "right", size)`` when exactly one operand of a failed matrix product has a
     size that no size of the case (or product or quotient of two) names, else None."""
     sizes = {v for v in named.values() if isinstance(v, int) and v > 0}
-    known = sizes | {a * b for a in sizes for b in sizes} | {
-        a // b for a in sizes for b in sizes if a % b == 0}
+    known = sizes | {a * b for a in sizes for b in sizes} | set(_quotients(named).values())
     odd = [(side, next(n for n in shape if n > 1 and n not in known))
            for side, shape in zip(("left", "right"), shapes)
            if any(n > 1 and n not in known for n in shape)]

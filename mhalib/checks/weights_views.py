@@ -85,18 +85,17 @@ def paged_heads(exercise, case, output) -> list[Head]:
             keys, vals = k_pages[pages, g, slots % page], v_pages[pages, g, slots % page]
             in_order = np.arange(n) // page
 
-            def read(pool_pages, group=g, slots=slots):  # (n, d) keys, values at those slots
-                return (k_pages[pool_pages % len(k_pages), group, slots % page],
-                        v_pages[pool_pages % len(v_pages), group, slots % page])
+            def read(pool_pages, group=g, slots=slots):  # (n, d) values, keys at those slots
+                return (v_pages[pool_pages % len(v_pages), group, slots % page],
+                        k_pages[pool_pages % len(k_pages), group, slots % page])
             options = [("the keys were read from pages 0, 1, 2... in order: the block table, "
-                        "which lists each sequence's pages, was not used", *read(in_order)[::-1]),
+                        "which lists each sequence's pages, was not used", *read(in_order)),
                        ("the pages were read as consecutive pages of the pool, from the row's "
                         f"first page on (block_table[{b}, 0], + 1, + 2...): a sequence's pages can "
                         "be anywhere in the pool, so read page block_table[b, t // page_size] for "
-                        "each key t", *read(table[b, 0] + in_order)[::-1]),
+                        "each key t", *read(table[b, 0] + in_order)),
                        (f"query head {h} read K/V head {h % k_pages.shape[1]} (h % G, tiled) "
-                        f"instead of {g} (h // (H // G))",
-                        *read(pages, h % k_pages.shape[1])[::-1])]
+                        f"instead of {g} (h // (H // G))", *read(pages, h % k_pages.shape[1]))]
             options += _length_options(table[b], k_pages[:, g], v_pages[:, g], n, page)
             heads.append(Head(f"sequence {b}, head {h}", q[b, h][None], keys, vals,
                               out[b, h][None], np.ones((1, n), bool),
