@@ -14,7 +14,12 @@ stand in its place after one slip:
   count, a size off by one;
 - a reshape straight to the final shape where the key reshapes and then transposes (heads
   split without a transpose); an accumulation (``+=``) that overwrites instead;
-- a slice bound off by one, or left out.
+- a slice bound off by one, or left out;
+- the same operands grouped otherwise (a matter of parentheses): the parentheses of an operand
+  left out and the expression read by Python's precedence (``base ** -2.0 * i / d`` for
+  ``base ** (-2.0 * i / d)``), or put around other operands (``(layers * rank) + rope`` for
+  ``layers * (rank + rope)``); an integer constant squared along with a size (``(4 * d) ** 2``
+  for ``4 * d * d``).
 
 Argument checks (statements that raise, and calls of :mod:`mhalib.validate`), docstrings and
 ``while`` loops (an edit could make them endless) are never edited. :func:`say` shows an edit
@@ -44,24 +49,104 @@ _UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis",
                       "float", "double", "to")
 _RESHAPES = ("reshape", "view")
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
+HINT = "_mhalib_hint"  # an attribute of a new node: what the edit means, said after it
+ADDED = "_mhalib_added"  # an attribute of a new node that puts back what a slip left out
+_PRECEDENCE = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.Mod: 2,
+               ast.MatMult: 2, ast.Pow: 4}
+# (outer, inner) operators for which a (b inner c) and (a outer b) inner c are the same value
+_REGROUP_SAME = {(ast.Add, ast.Add), (ast.Add, ast.Sub), (ast.Mult, ast.Mult),
+                 (ast.Mult, ast.Div), (ast.MatMult, ast.MatMult)}
+_REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
+              "before `*` and `/`, and those before `+` and `-`)")
+_SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
 
 
-def sites(tree: ast.FunctionDef, module_globals: dict) -> dict[int, list[ast.AST]]:
+def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
+          helper: bool = False) -> dict[int, list[ast.AST]]:
     """``id(node) -> [alternative nodes]`` for every editable node of ``tree``'s computing
-    statements (alternatives share the original's children; never mutate them)."""
+    statements (alternatives share the original's children; never mutate them). A
+    ``repairing`` search (of a learner's code, :mod:`mhalib.checks.repairs`) also edits the
+    conditions of the function's own guards and puts back what a slip leaves out
+    (:func:`_additions`), but never switches the learner's options (:func:`_options`; in a
+    ``helper`` of theirs, any parameter tested as a condition is one)."""
     variables = _variables(tree)
     counting = _is_count(tree)
     found: dict[int, list[ast.AST]] = {}
-    for statement in computing_statements(tree):
+    roots = list(computing_statements(tree)) + (_guard_conditions(tree) if repairing else [])
+    options = _options(tree, helper) if repairing else set()
+    for statement in roots:
         pending = [statement]
         while pending:
             node = pending.pop()
             if isinstance(node, ast.Call) and _validator(node.func, module_globals):
                 continue  # an argument check (and what it returns) is never edited
             alternatives = list(_replacements(node, variables, counting))
+            if repairing:
+                alternatives = sorted(
+                    (a for a in alternatives + list(_additions(node))
+                     if not _switches_an_option(node, a, options, module_globals)),
+                    key=lambda a: (hasattr(a, ADDED), len(_render(a, {}))))  # simplest first
             if alternatives:
                 found[id(node)] = alternatives
-            pending.extend(ast.iter_child_nodes(node))
+            if repairing and _own_call(node, module_globals):  # (not the options it passes)
+                pending.extend(a for a in node.args if not isinstance(a, ast.Constant))
+            else:
+                pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _own_call(node, module_globals) -> bool:
+    """True for a call of a function defined where the code being edited is (the learner's)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return False
+    target = module_globals.get(node.func.id)
+    return isinstance(target, types.FunctionType) and \
+        target.__module__ == module_globals.get("__name__")
+
+
+def _options(tree: ast.FunctionDef, helper: bool) -> set[str]:
+    """The parameters with a constant default (``causal=True``, ``axis=-1``) and, in a
+    ``helper``, the parameters tested as conditions (``if stable:``, ``a if exact else b``,
+    ``causal and honour``): the learner's options."""
+    arguments = tree.args
+    positional = arguments.posonlyargs + arguments.args
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults):],
+                     arguments.defaults)) + list(zip(arguments.kwonlyargs, arguments.kw_defaults))
+    found = {a.arg for a, default in pairs if isinstance(default, ast.Constant)}
+    if helper:
+        names = {a.arg for a in positional + arguments.kwonlyargs}
+        for node in ast.walk(tree):
+            tested = [node.test] if isinstance(node, (ast.If, ast.IfExp)) else list(
+                node.values) if isinstance(node, ast.BoolOp) else [node.operand] if isinstance(
+                node, ast.UnaryOp) and isinstance(node.op, ast.Not) else []
+            found |= {t.id for t in tested if isinstance(t, ast.Name) and t.id in names}
+    return found
+
+
+def _switches_an_option(node, new, options, module_globals) -> bool:
+    """True for an edit that only switches one of the learner's own options, which is their
+    design, not a slip to repair: an option read as another variable or a constant, or a
+    keyword argument of a call of one of their own functions left out (its default used)."""
+    if isinstance(node, ast.Name) and node.id in options:
+        return True
+    if isinstance(node, ast.BoolOp) and any(
+            isinstance(v, ast.Name) and v.id in options for v in node.values):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(
+            node.operand, ast.Name) and node.operand.id in options:
+        return True
+    return isinstance(node, ast.Call) and isinstance(new, ast.Call) and new.func is node.func \
+        and len(new.keywords) < len(node.keywords) and _own_call(node, module_globals)
+
+
+def _guard_conditions(tree: ast.FunctionDef) -> list[ast.AST]:
+    """The conditions of the body's guards: ``if <condition>: raise ...`` and ``assert``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+            found.append(node.test)
+        elif isinstance(node, ast.Assert):
+            found.append(node.test)
     return found
 
 
@@ -117,9 +202,10 @@ def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
 
 
 def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, str],
-        parents: dict[int, ast.AST]) -> tuple[str, str]:
+        parents: dict[int, ast.AST], least: int = 0) -> tuple[str, str]:
     """``(old, new)`` fragments for the edit: the edited node's readable surroundings (its
-    call, product or subscript) before and after."""
+    call, product or subscript) before and after, at least ``least`` characters of it where
+    the statement has them (enough to find the place on its line)."""
     shown = node
     while id(shown) in parents and (_too_small(shown) or isinstance(
             parents[id(shown)], (ast.keyword, ast.UnaryOp, ast.Slice))):
@@ -127,6 +213,9 @@ def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, s
     while id(shown) in parents and (isinstance(shown, (ast.keyword, ast.Slice)) or (
             isinstance(shown, ast.Tuple) and isinstance(parents[id(shown)], ast.Subscript))):
         shown = parents[id(shown)]  # a bound or an index shown with what it indexes
+    while id(shown) in parents and len(_render(shown, aliases)) < least and not isinstance(
+            parents[id(shown)], (ast.stmt, ast.comprehension, ast.arguments)):
+        shown = parents[id(shown)]
     old, new_text = _render(shown, aliases), _render(_replaced(shown, node, new), aliases)
     if len(old) > MAX_SAID or len(new_text) > MAX_SAID:
         return _render(node, aliases), _render(new, aliases)
@@ -242,6 +331,7 @@ def _replacements(node, variables, counting):
             yield ast.BinOp(node.right, type(node.op)(), node.left)  # operands swapped
         yield node.left  # the right term or factor dropped
         yield node.right  # the left one dropped
+        yield from _regroupings(node)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         yield node.operand
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -249,6 +339,8 @@ def _replacements(node, variables, counting):
             yield ast.Compare(node.left, [op()], node.comparators)
     elif isinstance(node, ast.Constant):
         yield from (ast.Constant(v) for v in _constant_edits(node.value))
+        if type(node.value) is int and abs(node.value) >= 3:  # (2 squared is 2 doubled)
+            yield _hinted(ast.Constant(node.value * node.value), _SQUARED)
     elif isinstance(node, ast.Call):
         yield from _call_edits(node)
     elif isinstance(node, ast.Attribute) and node.attr in ("T", "mT") and isinstance(
@@ -379,3 +471,115 @@ def _subscript(node: ast.Subscript, parts, position, changed) -> ast.Subscript:
     new_parts = parts[:position] + [changed] + parts[position + 1:]
     index = ast.Tuple(new_parts, ast.Load()) if isinstance(node.slice, ast.Tuple) else changed
     return ast.Subscript(node.value, index, ast.Load())
+
+
+_REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "logsumexp", "var", "std", "prod",
+               "norm", "nansum")
+_KEPT = "keeps the reduced axis, so the result lines up against the rows it came from"
+
+
+def _additions(node):
+    """What a slip leaves out, put back (for repairs only); a transpose put back is marked
+    :data:`ADDED` (tried after every other edit: a ``.T`` too many is better taken out)."""
+    for new in _put_back(node):
+        if isinstance(new, ast.BinOp):
+            setattr(new, ADDED, True)
+        yield new
+
+
+def _put_back(node):
+    """``keepdims=True`` (or torch's ``keepdim=True``) in a reduction, a transpose of a matrix
+    product's operand (``.mT``), one more or one fewer in a ``range``, ``and`` for ``or`` (and
+    back), a ``not`` left out."""
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+            node.func, "id", "")
+        given = {k.arg for k in node.keywords}
+        if name in _REDUCTIONS and not given & {"keepdims", "keepdim"}:
+            for word in ("keepdims", "keepdim"):
+                yield _hinted(ast.Call(node.func, node.args, node.keywords + [
+                    ast.keyword(word, ast.Constant(True))]), _KEPT)
+        if name == "range":
+            for i, argument in enumerate(node.args[:2]):
+                for delta in (1, -1):
+                    arguments = list(node.args)
+                    arguments[i] = _shifted(argument, delta)
+                    yield ast.Call(node.func, arguments, node.keywords)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        yield ast.BinOp(node.left, node.op, ast.Attribute(node.right, "mT", ast.Load()))
+        yield ast.BinOp(ast.Attribute(node.left, "mT", ast.Load()), node.op, node.right)
+    elif isinstance(node, ast.BoolOp):
+        other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        yield ast.BoolOp(other, node.values)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield node.operand
+
+
+def _hinted(node: ast.AST, hint: str) -> ast.AST:
+    setattr(node, HINT, hint)
+    return node
+
+
+def _regroupings(node: ast.BinOp):
+    """``node`` with its operands grouped otherwise: an operand's parentheses left out (read
+    again by Python's precedence), or parentheses put around the neighbouring operands."""
+    found = []
+    for side in ("left", "right"):
+        child = getattr(node, side)
+        if isinstance(child, ast.BinOp) and _needs_parentheses(node.op, child.op, side):
+            found.append(_parentheses_dropped(node, side))
+    left, right = node.left, node.right
+    if isinstance(right, ast.BinOp) and (type(node.op), type(right.op)) not in _REGROUP_SAME:
+        found.append(ast.BinOp(ast.BinOp(left, node.op, right.left), right.op, right.right))
+    if isinstance(left, ast.BinOp) and (type(left.op), type(node.op)) not in _REGROUP_SAME:
+        found.append(ast.BinOp(left.left, left.op, ast.BinOp(left.right, node.op, right)))
+    seen = {ast.dump(node)}
+    for new in found:  # a * (b + c) as a * b + c; (a / b) * c as a / (b * c)
+        if new is not None and ast.dump(new) not in seen:
+            seen.add(ast.dump(new))
+            yield _hinted(new, _REGROUPED)
+
+
+def _needs_parentheses(outer, inner, side: str) -> bool:
+    """True when ``inner`` (the ``side`` operand of ``outer``) is written in parentheses."""
+    high, low = _PRECEDENCE.get(type(outer)), _PRECEDENCE.get(type(inner))
+    if high is None or low is None:
+        return False
+    if low != high:
+        return low < high
+    right_associative = isinstance(outer, ast.Pow)
+    return (side == "left") == right_associative
+
+
+def _parentheses_dropped(node: ast.BinOp, side: str) -> ast.AST | None:
+    """``node`` as Python reads it with the parentheses of its ``side`` operand left out; the
+    operands (anything but an operator) are the original nodes."""
+    operands: list[ast.AST] = []
+
+    def masked(tree):
+        if isinstance(tree, ast.BinOp):
+            return ast.BinOp(masked(tree.left), tree.op, masked(tree.right))
+        if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, (ast.USub, ast.UAdd)):
+            return ast.UnaryOp(tree.op, masked(tree.operand))
+        operands.append(tree)
+        return ast.Name(f"_operand_{len(operands) - 1}", ast.Load())
+
+    shown = masked(node)
+    inner = getattr(shown, side)
+    setattr(shown, side, ast.Name("_without_parentheses", ast.Load()))
+    text = ast.unparse(shown).replace("_without_parentheses", ast.unparse(inner))
+    try:
+        parsed = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+
+    def unmasked(tree):
+        if isinstance(tree, ast.Name) and tree.id.startswith("_operand_"):
+            return operands[int(tree.id.rsplit("_", 1)[1])]
+        if isinstance(tree, ast.BinOp):
+            return ast.BinOp(unmasked(tree.left), tree.op, unmasked(tree.right))
+        if isinstance(tree, ast.UnaryOp):
+            return ast.UnaryOp(tree.op, unmasked(tree.operand))
+        return tree
+
+    return unmasked(parsed)

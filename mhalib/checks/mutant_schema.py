@@ -18,7 +18,7 @@ import itertools
 import textwrap
 import threading
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mhalib.checks import mutant_edits
 
@@ -47,7 +47,9 @@ class Mutant:
         fragments = " and ".join(f"`{old}` computed as `{new}`"
                                  for old, new in (self.said(n, e) for n, e in self.edits))
         everywhere = " (the same slip in each place)" if len(self.edits) > 1 else ""
-        return f"{fragments}{everywhere}{inside}"
+        hints = dict.fromkeys(getattr(e, mutant_edits.HINT, "") for _, e in self.edits)
+        hint = "".join(f" ({h})" for h in hints if h)
+        return f"{fragments}{everywhere}{inside}{hint}"
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Schema:
     active: set
     mutants: list
     codes: dict  # function name ("" for the key) -> its schema's code object
+    originals: dict = field(default_factory=dict)  # function name -> the function as written
 
 
 def built(key) -> bool:
@@ -87,43 +90,59 @@ def schema(key) -> Schema | None:
     process): the key's own edits first, then its helpers' (and theirs: ``softmax`` inside
     ``attention`` inside multi-head attention), then mix-ups of variables."""
     if key not in _SCHEMAS:
-        _SCHEMAS[key] = _new_schema(key)
+        _SCHEMAS[key] = build_schema(key)
     return _SCHEMAS[key]
 
 
-def _new_schema(key) -> Schema | None:
+def build_schema(function, owned=None, repairing=False) -> Schema | None:
+    """``function`` (and the helpers ``owned`` accepts, two levels down) compiled with every
+    small edit switchable, and its mutants in the order they are tried (not cached: see
+    :func:`schema` for the answer key's)."""
     active = _Switchboard()
     counter = iter(range(1, 10**9))
     codes: dict = {}
-    made = _build(key, "", active, counter, codes, depth=0, seen={key})
+    originals: dict = {}
+    made = _build(function, "", active, counter, codes, depth=0, seen={function}, owned=owned,
+                  repairing=repairing, originals=originals)
     if made is None:
         return None
-    function, mutants = made
-    ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != ""))
-    return Schema(function, active, ordered, codes)
+    compiled, mutants = made
+    ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != "", any(
+        hasattr(e, mutant_edits.ADDED) for _, e in m.edits)))  # (what a slip left out: last)
+    return Schema(compiled, active, ordered, codes, originals)
 
 
-def _build(function, where, active, counter, codes, depth, seen):
+def _build(function, where, active, counter, codes, depth, seen, owned=None, repairing=False,
+           originals=None):
     """``(schema function, mutants)`` of ``function`` and of the helpers it calls (two levels
-    down), or None."""
+    down: the functions ``owned`` accepts, by default the answer key's), or None."""
     helpers, mutants = {}, []
-    for name, helper in (_helpers(function) if depth < 2 else []):
+    for name, helper in (_helpers(function, owned) if depth < 2 else []):
         if helper in seen:
             continue
-        made = _build(helper, name, active, counter, codes, depth + 1, seen | {helper})
+        made = _build(helper, name, active, counter, codes, depth + 1, seen | {helper}, owned,
+                      repairing, originals)
         if made is not None:
             helpers[name], helper_mutants = made
             mutants.extend(helper_mutants)
-    made = _instrument(function, active, counter, where, overrides=helpers)
+    made = _instrument(function, active, counter, where, overrides=helpers, repairing=repairing)
     if made is None:
         return None
     compiled, own = made
     codes.setdefault(where, compiled.__code__)
+    if originals is not None:
+        originals.setdefault(where, function)
     return compiled, own + mutants
 
 
-def _helpers(function):
-    """``(name, function)`` of the answer-key functions ``function`` calls by name."""
+def _is_key(function) -> bool:
+    return function.__module__.startswith(KEY_MODULES)
+
+
+def _helpers(function, owned=None):
+    """``(name, function)`` of the functions ``function`` calls by name that ``owned`` accepts
+    (by default: the answer key's)."""
+    owned = owned or _is_key
     tree = _parsed(function)
     if tree is None:
         return []
@@ -133,7 +152,7 @@ def _helpers(function):
             name = node.func.id
             target = function.__globals__.get(name)
             if (name not in seen and inspect.isfunction(target)
-                    and target.__module__.startswith(KEY_MODULES)):
+                    and target.__module__ is not None and owned(target)):
                 seen.add(name)
                 found.append((name, target))
     return found
@@ -149,21 +168,22 @@ def _parsed(function) -> ast.FunctionDef | None:
     return node if isinstance(node, ast.FunctionDef) else None
 
 
-def _instrument(function, active, counter, where, overrides):
-    """``(schema function, mutants)`` for ``function``, or None when it cannot be built."""
+def _instrument(function, active, counter, where, overrides, repairing=False):
+    """``(schema function, mutants)`` for ``function``, or None when it cannot be built (for a
+    ``repairing`` search, the edits also put back what a slip leaves out)."""
     tree = _parsed(function)
-    if tree is None:
-        return None
+    if tree is None or function.__code__.co_freevars:
+        return None  # (a closure's free variables would not be found in the schema's globals)
     module_globals = function.__globals__
-    found = mutant_edits.sites(tree, module_globals)
+    found = mutant_edits.sites(tree, module_globals, repairing=repairing, helper=bool(where))
     aliases = mutant_edits.aliases_of(tree, module_globals)
     parents = mutant_edits.parents_of(tree)
     by_node = {id(n): n for n in ast.walk(tree)}
     chains: dict[int, list[tuple[int, ast.AST]]] = {}
     mutants: list[Mutant] = []
     kinds: dict[tuple, list[tuple[int, ast.AST, tuple]]] = {}
-    def said(node, new):
-        return mutant_edits.say(tree, node, new, aliases, parents)
+    def said(node, new, least=0):
+        return mutant_edits.say(tree, node, new, aliases, parents, least)
 
     for node_id, alternatives in found.items():
         node = by_node[node_id]

@@ -103,7 +103,7 @@ def to_explain(exercise, recorded) -> list:
     output is not the key's alone, the output ignores its inputs (:func:`degenerate`), or the
     slip is one of numerical care (:func:`only_non_finite_differ`,
     :func:`extreme_inputs_only`)."""
-    recorded = [(c, r) for c, r in recorded if not getattr(c, "must_raise", "")][:3]
+    recorded = [(c, r) for c, r in recorded if not refuses(c)][:3]
     if not recorded or not default_expected(exercise) or degenerate(recorded) or \
             only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
         return []
@@ -132,7 +132,7 @@ def passing_cases(cases, results, failed_labels, most: int = 3) -> list:
     """The ``most`` smallest cases the learner got right (an output, no refusal expected)."""
     right = [case for case, result in zip(cases, results)
              if case.label not in failed_labels and result.get("status") == "ok"
-             and not getattr(case, "must_raise", "")]
+             and not refuses(case)]
     return sorted(right, key=_size)[:most]
 
 
@@ -231,12 +231,19 @@ def _alike(values: dict, name: str, other: str) -> bool:
     return False
 
 
+def refuses(case) -> bool:
+    """True for a case whose arguments the contract refuses (a raise is the right answer)."""
+    return bool(getattr(case, "must_raise", "") or getattr(case, "expects_error", False))
+
+
 def default_expected(exercise) -> bool:
-    """True when the exercise's expected output is its answer key on the case's inputs."""
+    """True when the exercise's expected output is its answer key on the case's inputs (apart
+    from the cases it refuses: ``expected_is_the_key``)."""
     from mhalib.checks.exercise import Exercise
     from mhalib.checks.torch_exercise import TorchExercise
 
-    return type(exercise).expected in (Exercise.expected, TorchExercise.expected)
+    return type(exercise).expected in (Exercise.expected, TorchExercise.expected) or getattr(
+        exercise, "expected_is_the_key", False)
 
 
 def _computer(exercise, function):

@@ -1,0 +1,188 @@
+"""Repairs of the learner's own code (issue 22): one small change that makes every case right.
+
+A reading of a wrong output (a mistake model, an edit of the answer key) says what the output
+looks like, and two slips can look alike. A repair says what to change in the learner's code,
+and it is checked: the learner's function, and the functions of their own that it calls (two
+levels down), are compiled once with every small edit switchable
+(:func:`mhalib.checks.mutant_schema.build_schema`: the edits a slip makes, and the ones that put
+back what a slip leaves out, such as ``keepdims=True`` or a transpose), and an edit is a repair
+only when the edited code passes **every** case of the suite, judged as the grader judges it
+(:func:`mhalib.checks.judge.output_problem`). An edit that is not on the learner's path for the
+first failing case is never tried.
+
+It runs where the learner's code runs (the probe, outside the visible suite), within a time
+budget and with the output the learner's code prints swallowed; the record carries what was
+found (:func:`find_repair`) and the judge puts it first in the diagnosis (:func:`with_repair`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+import warnings
+
+import numpy as np
+
+from mhalib.checks.encoding import decode
+from mhalib.checks.mutant_edits import HINT
+
+MAX_TRIES = 3000
+TRY_LIMIT_FACTOR = 5  # a try's call may take this many times the slowest call of the code as is
+MAX_FRAGMENT = 120  # characters of a fragment a record may carry
+LEAST_SAID = 12  # characters of the learner's code shown around an edit, where the line has them
+SAID_HINTS = ("grouped otherwise", "keeps the reduced axis")  # hints true of a repair too
+_LIBRARIES = ("mhalib", "numpy", "torch", "scipy", "math", "builtins", "einops", "triton")
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
+                slowest_s: float = 1.0) -> dict | None:
+    """The first small edit of ``func`` (or of a function of the learner's that it calls) under
+    which every case of ``cases`` is right, as ``{"function", "line", "old", "new", "hint"}``,
+    or None: none fails, none found within ``budget_s`` seconds, or the code cannot be read
+    (``entries``: the record's entries for ``cases``, from the unedited code, whose slowest call
+    took ``slowest_s``: a try may take a few times that, no more)."""
+    from mhalib.checks.judge import output_problem
+    from mhalib.checks.library_contract import library_problem
+    from mhalib.checks.mutant_schema import build_schema
+
+    started = time.perf_counter()
+
+    def right(case, entry) -> bool:
+        if entry.get("status") != "ok":
+            return False
+        try:
+            result = {"status": "ok", "output": decode(entry.get("output")),
+                      "meta": entry.get("meta") or {}}
+        except Exception:
+            return False
+        return output_problem(exercise, case, result) is None and not library_problem(
+            result["meta"])
+
+    failing = [case for case, entry in zip(cases, entries) if not right(case, entry)]
+    if not failing or not callable(func):
+        return None
+    try:
+        schema = build_schema(func, owned=_owned_by(func), repairing=True)
+    except Exception:
+        return None
+    if schema is None:
+        return None
+    failing_ids = {id(case) for case in failing}
+    others = [case for case in cases if id(case) not in failing_ids]
+    order = failing + others  # a try is over at its first wrong case: the failing ones first
+
+    def passes(case) -> bool:
+        left = budget_s - (time.perf_counter() - started)
+        if left <= 0:
+            raise _OutOfTime
+        from mhalib.checks.probe import run_case
+
+        limit = min(left, TRY_LIMIT_FACTOR * slowest_s + 0.05, timeout or left)
+        entry = run_case(exercise, schema.function, case, limit)
+        if entry.get("status") == "timeout" and time.perf_counter() - started >= budget_s:
+            raise _OutOfTime
+        return right(case, entry)
+
+    with _quiet():
+        schema.active.reached = set()
+        try:
+            passes(failing[0])
+        except _OutOfTime:
+            return None
+        finally:
+            reached, schema.active.reached = schema.active.reached, None
+        tries = 0
+        for mutant in schema.mutants:
+            if not mutant.ids & reached:
+                continue
+            tries += 1
+            if tries > MAX_TRIES:
+                return None
+            schema.active.clear()
+            schema.active.update(mutant.ids)
+            try:
+                if all(passes(case) for case in order):
+                    return _described(schema, mutant)
+            except _OutOfTime:
+                return None
+            finally:
+                schema.active.clear()
+    return None
+
+
+def _owned_by(func):
+    """Which called functions are the learner's own: defined where ``func`` is (its notebook or
+    module), not in a library."""
+    home = getattr(func, "__module__", None)
+
+    def owned(target) -> bool:
+        module = target.__module__ or ""
+        return module == home and module.split(".")[0] not in _LIBRARIES
+    return owned
+
+
+def _described(schema, mutant) -> dict:
+    """The record's description of ``mutant``'s first edit: the function, the line (as the
+    learner's cell or file numbers it) and the fragments before and after."""
+    node, new = mutant.edits[0]
+    old_text, new_text = mutant.said(node, new, LEAST_SAID)
+    original = schema.originals.get(mutant.where)
+    first = getattr(getattr(original, "__code__", None), "co_firstlineno", 1)
+    hints = [getattr(e, HINT, "") for _, e in mutant.edits]
+    return {"function": mutant.where,
+            "line": first + getattr(node, "lineno", 1) - 1,
+            "old": old_text[:MAX_FRAGMENT], "new": new_text[:MAX_FRAGMENT],
+            "places": len(mutant.edits),
+            "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), "")}
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The learner's prints and the edited code's warnings, swallowed."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def repair_of(record) -> dict | None:
+    """The record's repair, when it is well formed (a record is not trusted: only short strings
+    and small ints are kept), else None."""
+    repair = record.get("repair") if isinstance(record, dict) else None
+    if not isinstance(repair, dict):
+        return None
+    texts = {k: repair.get(k) for k in ("function", "old", "new", "hint")}
+    numbers = {k: repair.get(k) for k in ("line", "places")}
+    texts["function"] = texts["function"] if texts["function"] is not None else ""
+    if not all(isinstance(v, str) and len(v) <= 2 * MAX_FRAGMENT for v in texts.values()) or not \
+            all(type(v) is int and 0 < v < 10**6 for v in numbers.values()):
+        return None
+    if not texts["old"] or not texts["new"] or texts["old"] == texts["new"]:
+        return None
+    return {**texts, **numbers}
+
+
+def repair_sentence(repair: dict) -> str:
+    """How the learner's code becomes right, in one sentence."""
+    where = f"line {repair['line']}" + (f" (in {repair['function']})" if repair["function"]
+                                        else "")
+    each = " (the same change in each place)" if repair["places"] > 1 else ""
+    hint = f": {repair['hint']}" if repair["hint"] else ""
+    return (f"one change makes every case right: at {where}, write `{repair['new']}` where "
+            f"your code has `{repair['old']}`{each}{hint}.")
+
+
+def with_repair(verdict, repair: dict):
+    """``verdict`` (failing) with the repair said first, then what the output shows."""
+    name = verdict.exercise
+    reading = verdict.diagnosis.removeprefix(f"{name}: ")
+    shows = "" if any(f.startswith("mutant:") for f in verdict.flags) else (
+        f" What the output shows: {reading}")  # (an edit of the key only says it the other way)
+    verdict.diagnosis = f"{name}: {repair_sentence(repair)}{shows}"
+    verdict.flags = sorted(set(verdict.flags) | {"repair"})
+    return verdict

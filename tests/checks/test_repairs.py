@@ -1,0 +1,269 @@
+"""Repairs of the learner's own code (mhalib.checks.repairs): each slip is written here, apart
+from the answer key, in the styles learners use (numpy, torch, loops, helpers of their own); the
+repair must be the change that makes every case right, said at the learner's line, and it must
+never be claimed for a right answer, for two slips at once, or by switching the learner's own
+options. The search must stay within its budget whatever the edits do, and a record's repair is
+not trusted blindly."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.probe import VISIBLE_REPAIR_BUDGET_S, _repair_budget, probe
+from mhalib.checks.repairs import find_repair, repair_of
+
+
+@pytest.fixture(autouse=True)
+def searching(monkeypatch):
+    """The suite switches the search off (tests/conftest.py); here it is what is tested."""
+    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "2")
+
+
+def recorded(exercise: str, func, seed: int = 1, suite: str = "grading", **kwargs):
+    return probe(get_exercise(exercise), func, seed, suite, **kwargs)
+
+
+def repaired(exercise: str, func, seed: int = 1):
+    record = recorded(exercise, func, seed)
+    return record.get("repair"), judge_record(exercise, record, seed)
+
+
+# -- slips, each with the change that mends it ----------------------------------------------
+
+def softmax_keepdims_left_out(x, axis=-1):
+    shifted = x - x.max(axis=axis)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def attention_keys_not_transposed(q, k, v):
+    scores = q @ k / math.sqrt(q.shape[-1])
+    scores = scores - scores.max(-1, keepdims=True)
+    weights = np.exp(scores)
+    weights /= weights.sum(-1, keepdims=True)
+    return weights @ v, weights
+
+
+def _row_softmax(scores):
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - top)
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def attention_helper_sums_columns(q, k, v):
+    weights = _row_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
+    return weights @ v, weights
+
+
+def mla_cache_parentheses_left_out(num_layers, kv_lora_rank, rope_head_dim, seq_len,
+                                   batch_size=1, bytes_per_element=2):
+    per_token = num_layers * kv_lora_rank + rope_head_dim
+    return per_token * seq_len * batch_size * bytes_per_element
+
+
+def causal_mask_loop_one_short(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    mask = np.zeros((n_q, n_k), dtype=bool)
+    for i in range(n_q):
+        for j in range(i + n_k - n_q):
+            mask[i, j] = True
+    return mask
+
+
+def split_heads_guard_upside_down(x, num_heads):
+    b, n, d = x.shape
+    if d % num_heads == 0:
+        raise ValueError(f"d_model={d} is not divisible by num_heads={num_heads}")
+    return x.reshape(b, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+
+
+def rope_angles_torch_exponent_sign(positions, head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError(f"head_dim={head_dim} must be even")
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    inv_freq = base ** (2 * i / head_dim)
+    return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).to(torch.float32)
+
+
+@pytest.mark.parametrize("exercise, func, old, new", [
+    ("softmax", softmax_keepdims_left_out, "x.max(axis=axis)", "x.max(axis=axis, keepdims=True)"),
+    ("attention", attention_keys_not_transposed, "q @ k", "q @ k.mT"),
+    ("attention", attention_helper_sums_columns, "e.sum(axis=0, keepdims=True)",
+     "e.sum(axis=-1, keepdims=True)"),
+    ("mla_kv_cache_bytes", mla_cache_parentheses_left_out,
+     "num_layers * kv_lora_rank + rope_head_dim", "num_layers * (kv_lora_rank + rope_head_dim)"),
+    ("causal_mask", causal_mask_loop_one_short, "range(i + n_k - n_q)",
+     "range(i + n_k - n_q + 1)"),
+    ("split_heads", split_heads_guard_upside_down, "d % num_heads == 0", "d % num_heads != 0"),
+    ("rope_angles", rope_angles_torch_exponent_sign, "2 * i", "-2 * i"),
+], ids=lambda value: getattr(value, "__name__", None) if callable(value) else None)
+def test_the_change_that_makes_every_case_right_is_said_at_the_learners_line(
+        exercise, func, old, new):
+    repair, verdict = repaired(exercise, func)
+    assert repair is not None, verdict.diagnosis
+    assert (repair["old"], repair["new"]) == (old, new) or (
+        old in repair["old"] and new in repair["new"]), repair
+    assert not verdict.passed and "repair" in verdict.flags
+    assert verdict.diagnosis.startswith(f"{exercise}: one change makes every case right: at "
+                                        f"line {repair['line']}")
+    source = func if not repair["function"] else globals()[repair["function"]]
+    lines, first = __import__("inspect").getsourcelines(source)
+    assert repair["old"].split("(")[0].strip() in lines[repair["line"] - first], (
+        "the line said is not where the code is")
+
+
+def test_a_slip_in_the_learners_own_helper_is_said_in_the_helper():
+    repair, _ = repaired("attention", attention_helper_sums_columns)
+    assert repair["function"] == "_row_softmax"
+
+
+def test_a_reading_that_is_not_the_edit_is_kept_after_the_repair():
+    _, verdict = repaired("softmax", softmax_keepdims_left_out)
+    assert "What the output shows:" in verdict.diagnosis or any(
+        flag.startswith("mutant:") for flag in verdict.flags)
+
+
+# -- what a repair must never claim ---------------------------------------------------------
+
+def softmax_right_written_with_a_loop(x, axis=-1):
+    moved = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    out = np.empty_like(moved)
+    for index in np.ndindex(moved.shape[:-1]):
+        row = moved[index]
+        e = np.exp(row - row.max())
+        out[index] = e / e.sum()
+    return np.moveaxis(out, -1, axis).astype(np.result_type(x, np.float32))
+
+
+def softmax_two_slips(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=0)
+
+
+def _softmax_with_option(x, stable):
+    if stable:
+        x = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True) * 1.5
+
+
+def softmax_by_an_option(x, axis=-1):
+    return _softmax_with_option(x, stable=True)
+
+
+def test_a_right_answer_gets_no_repair():
+    record = recorded("softmax", softmax_right_written_with_a_loop)
+    assert "repair" not in record
+    assert judge_record("softmax", record, 1).passed
+
+
+def test_two_slips_get_no_single_repair():
+    repair, verdict = repaired("softmax", softmax_two_slips)
+    assert repair is None and not verdict.passed
+    assert "one change makes every case right" not in verdict.diagnosis
+
+
+def test_the_learners_own_options_are_never_switched():
+    repair, _ = repaired("softmax", softmax_by_an_option)
+    assert repair is None or "stable" not in repair["old"] + repair["new"], repair
+
+
+def test_the_visible_suite_searches_within_the_learners_wait():
+    assert 0 < _repair_budget("visible") == VISIBLE_REPAIR_BUDGET_S <= 0.1
+    record = recorded("softmax", softmax_keepdims_left_out, suite="visible", repair_budget_s=1)
+    assert record.get("repair") is not None  # (a machine under load may need more than 0.06 s)
+    started = time.perf_counter()
+    probe(get_exercise("softmax"), softmax_two_slips, 1, "visible", repair_budget_s=0)
+    plain = time.perf_counter() - started
+    started = time.perf_counter()
+    record = recorded("softmax", softmax_two_slips, suite="visible")
+    assert "repair" not in record
+    assert time.perf_counter() - started < plain + VISIBLE_REPAIR_BUDGET_S + 0.3
+
+
+def test_the_graders_sandbox_never_searches(monkeypatch):
+    monkeypatch.setenv("MHALIB_GRADING", "1")  # (its copy of mhalib has no answer key)
+    assert "repair" not in recorded("softmax", softmax_keepdims_left_out)
+
+
+def test_the_environment_can_switch_the_search_off(monkeypatch):
+    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "0")
+    assert "repair" not in recorded("softmax", softmax_keepdims_left_out)
+
+
+def test_a_lambda_or_a_closure_is_judged_without_a_repair():
+    def outer():
+        scale = 2.0
+
+        def inner(x, axis=-1):
+            e = np.exp(scale * x)
+            return e / e.sum(axis=axis, keepdims=True)
+        return inner
+
+    for func in (outer(), lambda x, axis=-1: np.exp(x) / np.exp(x).sum(axis=0)):
+        record = recorded("softmax", func)
+        assert "repair" not in record
+        assert not judge_record("softmax", record, 1).passed
+
+
+def softmax_noisy(x, axis=-1):
+    print("computing a softmax")
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_the_learners_prints_are_swallowed_while_searching(capsys):
+    probe(get_exercise("softmax"), softmax_noisy, 1, "grading", repair_budget_s=0)
+    calls = capsys.readouterr().out.count("computing a softmax")
+    record = recorded("softmax", softmax_noisy)
+    assert record.get("repair") is not None
+    assert capsys.readouterr().out.count("computing a softmax") == calls
+
+
+def softmax_slow_when_edited(x, axis=-1):
+    rounds = 1
+    total = 0.0
+    for _ in range(rounds * 200_000):
+        total += 1.0
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True) * (total / total)
+
+
+def test_the_search_stays_within_its_budget_when_edits_make_the_code_slow():
+    checker = get_exercise("softmax")
+    record = probe(checker, softmax_slow_when_edited, 1, "grading", repair_budget_s=0)
+    cases = checker.cases(1, "grading")
+    started = time.perf_counter()
+    find_repair(checker, softmax_slow_when_edited, cases, record["cases"], 10.0, 0.5, 0.05)
+    assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize("hostile", [
+    "not a dict",
+    {"function": "", "line": 3, "old": "x" * 10_000, "new": "y", "hint": "", "places": 1},
+    {"function": "", "line": "3", "old": "a", "new": "b", "hint": "", "places": 1},
+    {"function": "", "line": 3, "old": "a", "new": "a", "hint": "", "places": 1},
+    {"function": None, "line": 3, "old": "a", "new": "b", "hint": 5, "places": 1},
+    {"function": "", "line": 3, "old": "a", "new": "b", "hint": "", "places": True},
+])
+def test_a_malformed_repair_in_a_record_is_ignored(hostile):
+    record = recorded("softmax", softmax_two_slips)
+    record["repair"] = hostile
+    assert repair_of(record) is None
+    verdict = judge_record("softmax", record, 1)
+    assert not verdict.passed and "repair" not in verdict.flags
+
+
+def test_a_repair_in_a_record_never_changes_the_score():
+    record = recorded("softmax", softmax_two_slips)
+    record["repair"] = {"function": "", "line": 2, "old": "a", "new": "b", "hint": "",
+                        "places": 1}
+    verdict = judge_record("softmax", record, 1)
+    plain = judge_record("softmax", recorded("softmax", softmax_two_slips), 1)
+    assert (verdict.passed, verdict.score) == (plain.passed, plain.score)
