@@ -84,7 +84,8 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
             if repairing:
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
-                     if not _switches_an_option(node, a, options, module_globals)),
+                     if not _switches_an_option(node, a, options, module_globals)
+                     and not _hollow(node, a)),
                     key=lambda a: (hasattr(a, ADDED), len(_render(a, {}))))  # simplest first
             if alternatives:
                 found[id(node)] = alternatives
@@ -139,6 +140,25 @@ def _switches_an_option(node, new, options, module_globals) -> bool:
         and len(new.keywords) < len(node.keywords) and _own_call(node, module_globals)
 
 
+_KEEPS_ITS_LEFT = (ast.Div, ast.FloorDiv, ast.Sub, ast.Mod, ast.Pow, ast.MatMult)
+
+
+def _hollow(node, new) -> bool:
+    """True for an edit that would mend the output without being a fix anyone would write: a
+    variable replaced by a literal (``d // -1`` lets reshape infer a size), a call's first
+    argument made a literal (``np.where(0.0, ...)``, a condition that never holds), or only the
+    right operand of a quotient, difference, power or product of matrices kept (``a // b`` as
+    ``b``: the answer written in place of the learner's formula)."""
+    if isinstance(node, ast.Name) and isinstance(new, ast.Constant):
+        return True
+    if isinstance(node, ast.Call) and isinstance(new, ast.Call) and new.args and node.args \
+            and isinstance(new.args[0], ast.Constant) and not isinstance(node.args[0],
+                                                                         ast.Constant):
+        return True
+    return isinstance(node, ast.BinOp) and isinstance(node.op, _KEEPS_ITS_LEFT) and \
+        new is node.right
+
+
 def _guard_conditions(tree: ast.FunctionDef) -> list[ast.AST]:
     """The conditions of the body's guards: ``if <condition>: raise ...`` and ``assert``."""
     found = []
@@ -187,6 +207,8 @@ def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
         return ("pinned", node.id, repr(new.value))
     if isinstance(node, ast.Subscript) and isinstance(new, ast.Subscript):
         return _slice_kind(node.slice, new.slice)
+    if isinstance(node, ast.Attribute) and new is node.value:
+        return ("left_out", node.attr)  # ``.T`` left out
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if new is node.func.value:
             return ("left_out", node.func.attr)  # a transpose (or cast) left out

@@ -26,6 +26,7 @@ import numpy as np
 
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutant_edits import HINT
+from mhalib.checks.mutants import _locals_seen
 
 MAX_TRIES = 3000
 TRY_LIMIT_FACTOR = 5  # a try's call may take this many times the slowest call of the code as is
@@ -96,10 +97,19 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             return None
         finally:
             reached, schema.active.reached = schema.active.reached, None
+        seen = None
         tries = 0
         for mutant in schema.mutants:
             if not mutant.ids & reached:
                 continue
+            if mutant.swap is not None and seen is None:  # (the swaps come last)
+                seen = _values_seen(exercise, schema, failing[0],
+                                    budget_s - (time.perf_counter() - started))
+                if seen is None:
+                    return None
+            if mutant.swap is not None and not _same_kind(seen.get(mutant.where, {}),
+                                                          *mutant.swap):
+                continue  # (x for axis in np.isinf(x): a condition that never holds)
             tries += 1
             if tries > MAX_TRIES:
                 return None
@@ -113,6 +123,32 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             finally:
                 schema.active.clear()
     return None
+
+
+def _values_seen(exercise, schema, case, left: float) -> dict | None:
+    """The locals of the learner's functions on ``case`` (by function), or None when no time
+    is left to look."""
+    from mhalib.checks.probe import CallTimeout, time_limit
+
+    if left <= 0:
+        return None
+    try:
+        with time_limit(left):
+            return _locals_seen(schema, lambda c: exercise.call(schema.function, c), case)
+    except CallTimeout:
+        return None
+
+
+def _same_kind(values: dict, name: str, other) -> bool:
+    """True when the variable ``other`` could stand where ``name`` is: both arrays or tensors
+    (of any shape: ``q.shape`` for ``x.shape`` is a fix), or both ints, floats or bools."""
+    if other is None or name not in values or other not in values:
+        return False
+    a, b = values[name], values[other]
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        return hasattr(a, "shape") and hasattr(b, "shape")
+    return any(isinstance(a, kind) and isinstance(b, kind) for kind in (bool, int, float)) \
+        and isinstance(a, bool) == isinstance(b, bool)
 
 
 def _owned_by(func):
