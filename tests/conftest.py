@@ -59,6 +59,8 @@ SHARED_FIXTURE_GROUPS = {
     "tests/bench/test_runner.py::rows": "bench_rows",
     "tests/commands/test_report.py::course": "report_command_course",
     "tests/checks/test_diagnosis_coverage.py::outcomes": "diagnosis_outcomes",
+    "tests/grading/test_answer_paths.py::search_server": "answer_paths",
+    "tests/browser::release_lab": "jupyterlab",
 }
 
 

@@ -99,3 +99,35 @@ def screenshot_dir(tmp_path_factory) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
     return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="session")
+def release_lab(tmp_path_factory):
+    """JupyterLab on a scratch copy of notebooks/ (autosave never touches the release), shared
+    by the Run All tests of the untouched release (test_lab_run_all*.py, one xdist group): one
+    server start instead of one per module. Each test opens its notebook with
+    ``lab_server.open_fresh`` (earlier kernels shut down, the workspace reset), and only runs
+    cells, so a test sees the server as if it had just started on the release."""
+    from tests.browser.lab_server import REPO, start_lab
+
+    scratch = tmp_path_factory.mktemp("release-lab")
+    shutil.copytree(REPO / "notebooks", scratch / "notebooks")
+    server = start_lab(REPO, ["--notebook-dir", str(scratch / "notebooks")], scratch / "jupyter")
+    server.notebook_dir = scratch / "notebooks"
+    yield server
+    server.stop()
+
+
+
+@pytest.fixture(scope="session")
+def assessed_release_01(tmp_path_factory):
+    """``mhalib release 01-single-head --quick-checks assessed`` made once for the tests that
+    open it in JupyterLab (test_lab_assessed.py, test_lab_hints.py): each works on its own copy
+    (``copy_assessed_release``), since the learner saves into it."""
+    from mhalib.cli import main
+    from tests.browser.lab_server import REPO
+
+    release = tmp_path_factory.mktemp("assessed-01") / "release"
+    assert main(["release", "01-single-head", "--quick-checks", "assessed", "--to",
+                 str(release), "--root", str(REPO)]) == 0
+    return release

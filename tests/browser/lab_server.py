@@ -136,3 +136,35 @@ def _answers(server: LabServer) -> bool:
             return response.status == 200
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
+
+
+def api(server: LabServer, method: str, path: str):
+    """One call of the server's REST API (``path`` starts with ``/api``); its JSON, or None."""
+    request = urllib.request.Request(f"{server.base}{path}", method=method,
+                                     headers={"Authorization": f"token {server.token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+def shut_down_kernels(server: LabServer) -> None:
+    """End every session and its kernel: one notebook's kernel at a time on a shared server
+    (eleven warm kernels would not fit beside the browser)."""
+    for session in api(server, "GET", "/api/sessions"):
+        api(server, "DELETE", f"/api/sessions/{session['id']}")
+
+
+def open_fresh(page, server: LabServer, path: str) -> None:
+    """Open notebook ``path`` on a server other tests used as on one just started: no earlier
+    kernel, and (``reset``) an empty workspace, so no earlier tab or kernel comes back."""
+    from tests.browser import lab_driver
+
+    shut_down_kernels(server)
+    lab_driver.open_notebook(page, server.page_url(f"/lab/tree/{path}") + "&reset")
+
+
+def print_log_if_failed(request, server: LabServer) -> None:
+    """After a test that failed, the end of the JupyterLab log (pytest shows it with the
+    failure)."""
+    if getattr(request.node, "call_failed", False):
+        print(f"--- the end of the JupyterLab log ---\n{server.log()[-6000:]}")

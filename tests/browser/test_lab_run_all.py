@@ -9,12 +9,15 @@ quick-check forms) runs without a traceback.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from tests.browser import lab_driver as lab
-from tests.browser.lab_server import REPO, start_lab
+from tests.browser.lab_server import (
+    REPO,
+    open_fresh,
+    print_log_if_failed,
+    shut_down_kernels,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
 
@@ -24,20 +27,18 @@ EXERCISES = ("split_heads", "merge_heads", "multi_head_attention")
 
 
 @pytest.fixture
-def release_server(tmp_path, request):
+def release_server(release_lab, request):
+    """The shared JupyterLab on the release (tests/browser/conftest.py)."""
     if not (NOTEBOOKS / LESSON).is_file():
         pytest.fail(f"{NOTEBOOKS / LESSON} is missing: generate the release first")
-    shutil.copytree(NOTEBOOKS, tmp_path / "notebooks")
-    server = start_lab(REPO, ["--notebook-dir", str(tmp_path / "notebooks")], tmp_path / "jupyter")
-    yield server
-    server.stop()
-    if getattr(request.node, "call_failed", False):
-        print(f"--- the end of the JupyterLab log ---\n{server.log()[-6000:]}")
+    yield release_lab
+    print_log_if_failed(request, release_lab)
+    shut_down_kernels(release_lab)  # not left running beside the tests that follow
 
 
 def test_run_all_on_the_untouched_release_reaches_the_last_cell(page, release_server,
                                                                   screenshot_dir):
-    lab.open_notebook(page, release_server.page_url(f"/lab/tree/{LESSON}"))
+    open_fresh(page, release_server, LESSON)
     lab.run_all_cells(page)
 
     # Nothing was skipped: every code cell ran, the last one included.

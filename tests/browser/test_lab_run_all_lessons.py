@@ -21,10 +21,7 @@ lesson's notebooks are also run top to bottom by nbgrader in tests/notebooks on 
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import urllib.request
 
 import nbformat
 import pytest
@@ -32,7 +29,7 @@ import pytest
 from mhalib import course
 from mhalib.hints import ladder
 from tests.browser import lab_driver as lab
-from tests.browser.lab_server import REPO, start_lab
+from tests.browser.lab_server import REPO, open_fresh, shut_down_kernels
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("jupyterlab")]
 
@@ -78,29 +75,12 @@ def _released(lesson: course.Lesson) -> str:
 
 
 @pytest.fixture(scope="module")
-def releases_server(tmp_path_factory):
-    """JupyterLab on a scratch copy of notebooks/ (autosave never touches the release), plus the
-    canary notebook."""
-    scratch = tmp_path_factory.mktemp("run-all-lessons")
-    shutil.copytree(NOTEBOOKS, scratch / "notebooks")
-    _write_canary(scratch / "notebooks")
-    server = start_lab(REPO, ["--notebook-dir", str(scratch / "notebooks")], scratch / "jupyter")
-    yield server
-    server.stop()
-
-
-def _api(server, method: str, path: str):
-    request = urllib.request.Request(f"{server.base}{path}", method=method,
-                                     headers={"Authorization": f"token {server.token}"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        body = response.read()
-    return json.loads(body) if body else None
-
-
-def _shut_down_kernels(server) -> None:
-    """One lesson's kernel at a time: eleven warm kernels would not fit beside the browser."""
-    for session in _api(server, "GET", "/api/sessions"):
-        _api(server, "DELETE", f"/api/sessions/{session['id']}")
+def releases_server(release_lab):
+    """The shared JupyterLab on the release (tests/browser/conftest.py), plus the canary
+    notebook."""
+    _write_canary(release_lab.notebook_dir)
+    yield release_lab
+    shut_down_kernels(release_lab)  # not left running beside the tests that follow
 
 
 def tracebacks(page) -> list[dict]:
@@ -112,9 +92,7 @@ def tracebacks(page) -> list[dict]:
 
 def run_all(page, server, path: str, budget_s: float, monkeypatch) -> list[dict]:
     """Open ``path`` fresh, Run All Cells, and return its tracebacks (every cell must run)."""
-    _shut_down_kernels(server)
-    # ``reset`` starts from an empty workspace: no earlier lesson's tab (and kernel) comes back
-    lab.open_notebook(page, server.page_url(f"/lab/tree/{path}") + "&reset")
+    open_fresh(page, server, path)
     monkeypatch.setattr(lab, "RUN_TIMEOUT_MS",
                         max(lab.RUN_TIMEOUT_MS, int(WALL_PER_BUDGET * budget_s * 1000)))
     lab.run_all_cells(page)
