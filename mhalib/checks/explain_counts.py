@@ -228,7 +228,16 @@ def _term_swapped(rows, names, where) -> tuple[str, str] | None:
 
 
 def _near_ratios(name: str):
-    """Ratios of a count with one size off by one, or with the causal triangle of a square."""
+    """Ratios of a count with one size off by one, or (for a number of tokens) with the causal
+    triangle of a square."""
+    triangles = _TOKENS in name or name.lower() in ("n", "n_q", "n_k")
+    return [r for i, r in enumerate(_ratios(name)) if triangles or i not in (3, 4)]
+
+
+_TOKENS = "seq"  # seq_len, max_seq_len: the sizes that count tokens (a causal triangle's side)
+
+
+def _ratios(name: str):
     return [
         (lambda s: (s + 1) / s, f"uses {name} + 1 where {name} belongs (an off-by-one: one "
                                 "more token, row or column than the contract counts)"),

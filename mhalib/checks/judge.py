@@ -13,7 +13,7 @@ from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Refusal
 from mhalib.checks.explain import NUMPY_COUNT, explain_failures, float_count_problem
 from mhalib.checks.library_contract import library_problem
-from mhalib.checks.repairs import repair_of, with_repair
+from mhalib.checks.repairs import repair_of, scalar_factor, with_repair
 from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
 
@@ -224,7 +224,10 @@ def judge_record(exercise_name: str, record, seed: int, suite: str = "grading") 
                                "bad_record")
     verdict = judge_outputs(exercise, seed, suite, results)
     repair = repair_of(record)
-    return with_repair(verdict, repair) if repair and not verdict.passed else verdict
+    if not repair or verdict.passed:
+        return verdict
+    return with_repair(verdict, repair, scalar_factor(exercise.cases(seed, suite), results,
+                                                      exercise))
 
 
 def judge_seals(exercise_name: str, generic, physical=None) -> Verdict:

@@ -51,6 +51,10 @@ class RepeatKV(TorchExercise):
                       dtype="float16"),
             TorchCase("bfloat16, 4 groups x 2", (rng.normal(size=(1, 4, 3, 2)), 2),
                       dtype="bfloat16"),
+            # a decoder's cache before its first token: no tokens yet (a reshape with -1
+            # cannot tell the heads from nothing)
+            TorchCase("an empty cache (no tokens yet), 2 groups x 3",
+                      (np.zeros((1, 2, 0, 4)), 3), degenerate=True),
         ]
 
     def reproduces(self, case, compute, received):
@@ -335,10 +339,17 @@ def decode_flop_budget(case) -> int:
 
 
 def projection_tokens(products, d_model: int) -> int:
-    """The most tokens one projection took: over the matrix products that contract over
-    d_model (x @ w_q, w_k, w_v, a fused QKV, the output @ w_o; attention contracts over d_head
-    or over the keys, fewer than d_model in every case), batch * the smaller free side."""
-    sizes = [batch * min(m, n) for _, batch, m, k, n in products if k == d_model]
+    """The most tokens one projection took before the last step's attention: over the matrix
+    products that contract over d_model (x @ w_q, w_k, w_v, a fused QKV, an output @ w_o;
+    attention contracts over d_head or over the keys, fewer than d_model in every case), batch *
+    the smaller free side. The outputs of every step projected by w_o at once after the loop
+    are not counted: that still projects each token once, and no step waits for it (the
+    contract asks that each step project only the new token, with projection work linear in
+    N), whereas keys, values or queries projected at once come before some step's attention."""
+    attention = [i for i, (_, _, _, k, _) in enumerate(products) if k != d_model]
+    last = attention[-1] if attention else len(products)
+    sizes = [batch * min(m, n) for i, (_, batch, m, k, n) in enumerate(products)
+             if k == d_model and i < last]
     return max(sizes, default=0)
 
 
@@ -429,8 +440,9 @@ class DecodeWithCache(MeasuredExercise):
                     "one projection took many tokens at once (a single causal pass over the "
                     "whole sequence, or every token's keys and values projected before the loop). "
                     "When decoding, token t + 1 only exists after step t has produced its output, "
-                    "so step t projects only token t (x[:, t:t+1] @ w_q, w_k, w_v, and its output "
-                    "@ w_o), appends its key and value to the cache, and attends over the cache.",
+                    "so step t projects only token t (x[:, t:t+1] @ w_q, w_k, w_v), appends its "
+                    "key and value to the cache, and attends over the cache (its output may go "
+                    "through w_o then, or with every step's after the loop).",
                     lambda case, received, meta: (self._not_stepwise(case, meta)
                                                   and self.right(case, received))),
             WrongAnswer("top_left_causal", "each step's query only sees the first key: either "

@@ -461,10 +461,12 @@ class OnlineSoftmaxAttention(MeasuredExercise):
                         "division).", variant(nan_empty_rows=True)),
             # after the models above: where one of them explains a case too, it is named
             Symptom("blocks_combined_wrongly", "with all the keys in one block the output is "
-                    "right, but split into blocks it is not, so the blocks are combined wrongly: "
-                    "when a block raises the running max, rescale BOTH the running sum and the "
-                    "running output by exp(old_max - new_max) before adding the block's terms, "
-                    "and divide by the running sum once, after the last block.",
+                    "right, but split into blocks it is not, so the blocks are combined wrongly. "
+                    "Each step must hold: a block's exponentials are taken against the new "
+                    "running max (not the block's own max), the running sum and the running "
+                    "output are both rescaled by exp(old_max - new_max) when a block raises the "
+                    "max, no block is normalised on its own, and the division by the running sum "
+                    "comes once, after the last block: check which of these your loop breaks.",
                     lambda case, received, meta: (not self.right(case, received)
                                                   and self._alt_right(case, meta)), vague=True),
             Symptom("depends_on_block_size", "the output changes with block_size (right with the "

@@ -22,8 +22,9 @@ def _softmax_rows(case, received):
 
 
 SOFTMAX_SUMS = Property("sums_to_one", "every slice along `axis` of a softmax sums to 1",
-                        "the division is by a sum over another axis (or over everything), or "
-                        "the numerator and the denominator were shifted differently.",
+                        "the division is not by this slice's sum of the exponentials: a sum "
+                        "over another axis (or over everything), a mean or a max in its place, "
+                        "or a numerator and a denominator shifted differently.",
                         _softmax_rows)
 
 

@@ -498,6 +498,10 @@ def _subscript(node: ast.Subscript, parts, position, changed) -> ast.Subscript:
 _REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "logsumexp", "var", "std", "prod",
                "norm", "nansum")
 _KEPT = "keeps the reduced axis, so the result lines up against the rows it came from"
+_REDUCTION_SWAPS = {"sum": ("mean",), "mean": ("sum",), "max": ("min", "sum"),
+                    "min": ("max",), "amax": ("amin",), "amin": ("amax",),
+                    "argmax": ("max",), "argmin": ("min",), "nansum": ("nanmean",),
+                    "nanmean": ("nansum",)}
 
 
 def _additions(node):
@@ -510,9 +514,10 @@ def _additions(node):
 
 
 def _put_back(node):
-    """``keepdims=True`` (or torch's ``keepdim=True``) in a reduction, a transpose of a matrix
-    product's operand (``.mT``), one more or one fewer in a ``range``, ``and`` for ``or`` (and
-    back), a ``not`` left out."""
+    """``keepdims=True`` (or torch's ``keepdim=True``) in a reduction, another reduction (a sum
+    for a mean, a max for an argmax...), a transpose of a matrix product's operand (``.mT``),
+    one more or one fewer in a ``range``, ``and`` for ``or`` (and back), a ``not`` left
+    out."""
     if isinstance(node, ast.Call):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
             node.func, "id", "")
@@ -521,6 +526,10 @@ def _put_back(node):
             for word in ("keepdims", "keepdim"):
                 yield _hinted(ast.Call(node.func, node.args, node.keywords + [
                     ast.keyword(word, ast.Constant(True))]), _KEPT)
+        for other in _REDUCTION_SWAPS.get(name, ()):  # a mean where a sum belongs...
+            func = ast.Attribute(node.func.value, other, ast.Load()) if isinstance(
+                node.func, ast.Attribute) else ast.Name(other, ast.Load())
+            yield ast.Call(func, node.args, node.keywords)
         if name == "range":
             for i, argument in enumerate(node.args[:2]):
                 for delta in (1, -1):

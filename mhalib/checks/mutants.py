@@ -45,6 +45,7 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     cases the learner got right, :func:`passing_cases`), or None; tries at most ``max_tried``
     mutants in order, and none after ``budget_s`` seconds (the schema's first build
     included)."""
+    rest = [(c, r) for c, r in recorded if not refuses(c)][3:]  # checked once a mutant fits
     recorded = to_explain(exercise, recorded)
     if not recorded:
         return None
@@ -79,8 +80,10 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
         found.active.update(mutant.ids)
         try:
             if not reproduces_all(exercise, compute, recorded) or \
-                    not stays_right_on_all(exercise, compute, passing):
-                continue
+                    not stays_right_on_all(exercise, compute, passing) or \
+                    not reproduces_all(exercise, compute, rest):
+                continue  # (every failing case: 1/sqrt(d_model) is 0.5/sqrt(d_head) only
+                # while there are 4 heads)
         finally:
             found.active.clear()
         if any(mutant.nodes & seen.nodes for seen in fits):

@@ -29,6 +29,7 @@ from mhalib.checks.mutant_edits import HINT
 from mhalib.checks.mutants import _locals_seen
 
 MAX_TRIES = 3000
+MAX_PLACES = 2  # repairs found in more places than this: none is said
 TRY_LIMIT_FACTOR = 5  # a try's call may take this many times the slowest call of the code as is
 MAX_FRAGMENT = 120  # characters of a fragment a record may carry
 LEAST_SAID = 12  # characters of the learner's code shown around an edit, where the line has them
@@ -99,6 +100,8 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             reached, schema.active.reached = schema.active.reached, None
         seen = None
         tries = 0
+        found: list = []  # repairs in different places (two slips that cancel are mended
+        # in either: the message then says both)
         for mutant in schema.mutants:
             if not mutant.ids & reached:
                 continue
@@ -110,19 +113,33 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             if mutant.swap is not None and not _same_kind(seen.get(mutant.where, {}),
                                                           *mutant.swap):
                 continue  # (x for axis in np.isinf(x): a condition that never holds)
+            if any(_lines(mutant) & _lines(other) for other in found):
+                continue  # a place already mended: one repair of it is enough
             tries += 1
             if tries > MAX_TRIES:
-                return None
+                break
             schema.active.clear()
             schema.active.update(mutant.ids)
             try:
                 if all(passes(case) for case in order):
-                    return _described(schema, mutant)
+                    found.append(mutant)
+                    if len(found) > MAX_PLACES:  # mended in many places: which one is the
+                        return {**_described(schema, found[0]), "many": 1}  # slip is unknown
             except _OutOfTime:
-                return None
+                break
             finally:
                 schema.active.clear()
-    return None
+    if not found:
+        return None
+    described = _described(schema, found[0])
+    if len(found) > 1:
+        described["also"] = _described(schema, found[1])
+    return described
+
+
+def _lines(mutant) -> set:
+    """``(function, line)`` of each place ``mutant`` edits."""
+    return {(mutant.where, getattr(node, "lineno", 0)) for node, _ in mutant.edits}
 
 
 def _values_seen(exercise, schema, case, left: float) -> dict | None:
@@ -163,18 +180,31 @@ def _owned_by(func):
 
 
 def _described(schema, mutant) -> dict:
-    """The record's description of ``mutant``'s first edit: the function, the line (as the
-    learner's cell or file numbers it) and the fragments before and after."""
+    """The record's description of ``mutant``: the function, the line (as the learner's cell
+    or file numbers it), the fragments before and after, and the lines of every place; an edit
+    made in several places is shown as the smallest fragments (``s`` -> ``p``), each the same."""
     node, new = mutant.edits[0]
-    old_text, new_text = mutant.said(node, new, LEAST_SAID)
+    several = len(mutant.edits) > 1
+    old_text, new_text = mutant.said(node, new, 0 if several else LEAST_SAID)
+    if several and mutant.swap is not None and mutant.swap[1] is not None:
+        old_text, new_text = mutant.swap  # one variable read for another, wherever it is read
+    elif several and any(mutant.said(n, e) != (old_text, new_text) for n, e in mutant.edits):
+        old_text, new_text = _whole_statement(mutant)
     original = schema.originals.get(mutant.where)
     first = getattr(getattr(original, "__code__", None), "co_firstlineno", 1)
     hints = [getattr(e, HINT, "") for _, e in mutant.edits]
-    return {"function": mutant.where,
-            "line": first + getattr(node, "lineno", 1) - 1,
+    lines = sorted({first + getattr(n, "lineno", 1) - 1 for n, _ in mutant.edits})
+    return {"function": mutant.where, "line": lines[0], "lines": lines[:8],
             "old": old_text[:MAX_FRAGMENT], "new": new_text[:MAX_FRAGMENT],
             "places": len(mutant.edits),
             "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), "")}
+
+
+def _whole_statement(mutant) -> tuple[str, str]:
+    """Several different edits: each place's fragments, joined (``a`` -> ``b``; ``c`` -> ``d``
+    reads as two fragments each side)."""
+    pairs = [mutant.said(n, e) for n, e in mutant.edits[:3]]
+    return "; ".join(old for old, _ in pairs), "; ".join(new for _, new in pairs)
 
 
 @contextlib.contextmanager
@@ -188,37 +218,92 @@ def _quiet():
 
 def repair_of(record) -> dict | None:
     """The record's repair, when it is well formed (a record is not trusted: only short strings
-    and small ints are kept), else None."""
-    repair = record.get("repair") if isinstance(record, dict) else None
+    and small ints are kept), else None; a second repair elsewhere under ``also``."""
+    repair = _checked(record.get("repair") if isinstance(record, dict) else None)
+    if repair is not None and isinstance(record["repair"].get("also"), dict):
+        also = _checked(record["repair"]["also"])
+        if also is not None:
+            repair["also"] = also
+    return repair
+
+
+def _checked(repair) -> dict | None:
     if not isinstance(repair, dict):
         return None
     texts = {k: repair.get(k) for k in ("function", "old", "new", "hint")}
     numbers = {k: repair.get(k) for k in ("line", "places")}
+    if repair.get("many") not in (None, 1):
+        return None
     texts["function"] = texts["function"] if texts["function"] is not None else ""
     if not all(isinstance(v, str) and len(v) <= 2 * MAX_FRAGMENT for v in texts.values()) or not \
             all(type(v) is int and 0 < v < 10**6 for v in numbers.values()):
         return None
     if not texts["old"] or not texts["new"] or texts["old"] == texts["new"]:
         return None
-    return {**texts, **numbers}
+    lines = repair.get("lines", [numbers["line"]])
+    if not (isinstance(lines, list) and 0 < len(lines) <= 8 and all(
+            type(v) is int and 0 < v < 10**6 for v in lines)):
+        return None
+    return {**texts, **numbers, "lines": lines, "many": repair.get("many") == 1}
 
 
 def repair_sentence(repair: dict) -> str:
-    """How the learner's code becomes right, in one sentence."""
-    where = f"line {repair['line']}" + (f" (in {repair['function']})" if repair["function"]
-                                        else "")
-    each = " (the same change in each place)" if repair["places"] > 1 else ""
+    """How the learner's code becomes right, in one sentence (two, when a change in either of
+    two places does it)."""
+    if "also" in repair:
+        return ("a change in either of two places makes every case right (two slips may "
+                f"cancel out, so look at both): {_change(repair)}; or {_change(repair['also'])}.")
+    return f"one change makes every case right: {_change(repair)}."
+
+
+def _change(repair: dict) -> str:
+    lines = repair["lines"]
+    where = (f"line {lines[0]}" if len(lines) == 1 else
+             "lines " + ", ".join(str(n) for n in lines[:-1]) + f" and {lines[-1]}")
+    where += f" (in {repair['function']})" if repair["function"] else ""
+    each = " in each place" if repair["places"] > 1 else ""
     hint = f": {repair['hint']}" if repair["hint"] else ""
-    return (f"one change makes every case right: at {where}, write `{repair['new']}` where "
-            f"your code has `{repair['old']}`{each}{hint}.")
+    return f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}{hint}"
 
 
-def with_repair(verdict, repair: dict):
-    """``verdict`` (failing) with the repair said first, then what the output shows."""
+def scalar_factor(cases, results, exercise) -> float | None:
+    """``k`` when every failing output is a number exactly ``k`` times the right one (the same
+    ``k`` on every failing case), else None: then a change of any one factor of the result
+    mends it, and where the repair makes it need not be where the slip is."""
+    ratios = set()
+    for case, result in zip(cases, results):
+        got = result.get("output") if result.get("status") == "ok" else None
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            continue
+        try:
+            want = exercise.expected(case)
+        except Exception:
+            return None
+        if isinstance(want, bool) or not isinstance(want, (int, float)) or got == want:
+            continue
+        if not want:
+            return None
+        ratios.add(round(got / want, 9))
+    return next(iter(ratios)) if len(ratios) == 1 else None
+
+
+def with_repair(verdict, repair: dict, factor: float | None = None):
+    """``verdict`` (failing) with the repair said first, then what the output shows; when the
+    result is only a constant ``factor`` off, the repair is one place that factor can be
+    mended, and the message says so."""
     name = verdict.exercise
     reading = verdict.diagnosis.removeprefix(f"{name}: ")
     shows = "" if any(f.startswith("mutant:") for f in verdict.flags) else (
         f" What the output shows: {reading}")  # (an edit of the key only says it the other way)
+    if repair["many"] and factor is None:
+        return verdict  # several places mend it, and the result is not one factor off
+    if factor is not None and "also" not in repair:
+        verdict.diagnosis = (
+            f"{name}: your result is exactly {factor:g} times the right one, so a change of any "
+            f"one of its factors mends it: for instance, {_change(repair)}. Check that this is "
+            f"the factor that is off, not another one of the same result.{shows}")
+        verdict.flags = sorted(set(verdict.flags) | {"repair"})
+        return verdict
     verdict.diagnosis = f"{name}: {repair_sentence(repair)}{shows}"
     verdict.flags = sorted(set(verdict.flags) | {"repair"})
     return verdict

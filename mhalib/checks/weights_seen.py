@@ -179,9 +179,10 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
         factor = float(sums[0])
         return "weights:rows_scaled", (
             f"read back from your output, every row of weights sums to {factor:.4g}"
-            f"{_factor_name(factor, names)} instead of 1: the weights were multiplied (or "
-            "divided) after the softmax; scale the scores before it and leave the weights as "
-            "the softmax returns them")
+            f"{_factor_name(factor, names)} instead of 1: the output is that factor off, as "
+            "if the weights were multiplied (or divided) after the softmax, or the heads' "
+            "outputs averaged where they add up, or the output scaled at the end; scale the "
+            "scores before the softmax and leave the weights, and the heads' sum, as they are")
     return "weights:not_normalised", (
         f"read back from your output, the rows of weights sum to values between "
         f"{sums.min():.3g} and {sums.max():.3g}, not 1: the division by the sum of the "

@@ -110,8 +110,10 @@ def test_the_change_that_makes_every_case_right_is_said_at_the_learners_line(
     assert (repair["old"], repair["new"]) == (old, new) or (
         old in repair["old"] and new in repair["new"]), repair
     assert not verdict.passed and "repair" in verdict.flags
-    assert verdict.diagnosis.startswith(f"{exercise}: one change makes every case right: at "
-                                        f"line {repair['line']}")
+    assert verdict.diagnosis.startswith((
+        f"{exercise}: one change makes every case right: at line {repair['line']}",
+        f"{exercise}: a change in either of two places makes every case right (two slips may "
+        f"cancel out, so look at both): at line {repair['line']}"))
     source = func if not repair["function"] else globals()[repair["function"]]
     lines, first = __import__("inspect").getsourcelines(source)
     assert repair["old"].split("(")[0].strip() in lines[repair["line"] - first], (
@@ -127,6 +129,61 @@ def test_a_reading_that_is_not_the_edit_is_kept_after_the_repair():
     _, verdict = repaired("softmax", softmax_keepdims_left_out)
     assert "What the output shows:" in verdict.diagnosis or any(
         flag.startswith("mutant:") for flag in verdict.flags)
+
+
+def softmax_mean_for_sum(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.mean(axis=axis, keepdims=True)
+
+
+def jacobian_of_softmax_of_p(p):
+    p = np.asarray(p, dtype=float)
+    s = np.exp(p - p.max())
+    s = s / s.sum()
+    return np.diag(s) - np.outer(s, s)
+
+
+def test_a_sum_and_a_mean_are_told_apart():
+    repair, _ = repaired("softmax", softmax_mean_for_sum)
+    assert (repair["old"], repair["new"]) == ("e.mean(axis=axis, keepdims=True)",
+                                              "e.sum(axis=axis, keepdims=True)")
+
+
+def test_one_variable_read_for_another_in_several_places_is_said_by_name_and_lines():
+    repair, verdict = repaired("softmax_jacobian", jacobian_of_softmax_of_p)
+    assert (repair["old"], repair["new"]) == ("s", "p") and len(repair["lines"]) == 2
+    first = __import__("inspect").getsourcelines(jacobian_of_softmax_of_p)[1]
+    assert repair["lines"] == [first + 3, first + 4]
+    assert f"at lines {first + 3} and {first + 4}, write `p` where your code has `s` in each " \
+           "place" in verdict.diagnosis
+
+
+def intensity_bytes_doubled(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                            bytes_per_element=2):
+    flops = 4 * batch_size * num_heads * seq_len * head_dim
+    read = 4 * batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element
+    return flops / read
+
+
+def intensity_doubled_at_the_end(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                                 bytes_per_element=2):
+    flops = 4 * batch_size * num_heads * seq_len * head_dim
+    read = 2 * batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element
+    return 2 * flops / read
+
+
+def test_two_places_that_mend_the_result_are_both_said():
+    repair, verdict = repaired("decode_attention_intensity", intensity_bytes_doubled)
+    assert "also" in repair and {repair["line"], repair["also"]["line"]} == {
+        repair["line"], repair["line"] + 1}
+    assert "a change in either of two places makes every case right" in verdict.diagnosis
+
+
+def test_a_result_a_constant_factor_off_is_said_as_one_place_of_several():
+    repair, verdict = repaired("decode_attention_intensity", intensity_doubled_at_the_end)
+    assert repair is not None
+    assert "your result is exactly 2 times the right one, so a change of any one of its " \
+           "factors mends it" in verdict.diagnosis
 
 
 # -- what a repair must never claim ---------------------------------------------------------

@@ -335,6 +335,24 @@ def decode_preallocated(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     return torch.cat(outs, dim=1)
 
 
+def decode_output_projection_after_loop(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """Each step projects its own token into q, k, v; every step's output goes through w_o at
+    once after the loop (still each token once: the contract's linear projection work)."""
+    b, n, d = x.shape
+    dh = d // num_heads
+    k_cache = x.new_zeros(b, num_kv_heads, 0, dh)
+    v_cache = x.new_zeros(b, num_kv_heads, 0, dh)
+    outs = []
+    for t in range(n):
+        xt = x[:, t:t + 1]
+        k_cache = torch.cat([k_cache, _split(xt @ w_k, num_kv_heads)], dim=2)
+        v_cache = torch.cat([v_cache, _split(xt @ w_v, num_kv_heads)], dim=2)
+        out = F.scaled_dot_product_attention(_split(xt @ w_q, num_heads), k_cache, v_cache,
+                                             enable_gqa=True)
+        outs.append(_merge(out))
+    return torch.cat(outs, dim=1) @ w_o
+
+
 def decode_fused_qkv_masked_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     """One fused projection per token; attends over the whole preallocated cache with a mask."""
     b, n, d = x.shape
@@ -551,7 +569,7 @@ RIGHT = {
     "grouped_query_attention": [gqa_sdpa, gqa_einsum, gqa_head_loop],
     "kv_cache_bytes": [cache_right, cache_per_token, cache_numpy],
     "decode_with_cache": [decode_preallocated, decode_fused_qkv_masked_cache,
-                          decode_growing_cat],
+                          decode_growing_cat, decode_output_projection_after_loop],
 }
 
 # answers that fail with an exception (or the wrong kind of output) on some case
