@@ -51,11 +51,6 @@ _RESHAPES = ("reshape", "view")
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
 HINT = "_mhalib_hint"  # an attribute of a new node: what the edit means, said after it
 ADDED = "_mhalib_added"  # an attribute of a new node that puts back what a slip left out
-_PRECEDENCE = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.Mod: 2,
-               ast.MatMult: 2, ast.Pow: 4}
-# (outer, inner) operators for which a (b inner c) and (a outer b) inner c are the same value
-_REGROUP_SAME = {(ast.Add, ast.Add), (ast.Add, ast.Sub), (ast.Mult, ast.Mult),
-                 (ast.Mult, ast.Div), (ast.MatMult, ast.MatMult)}
 _REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
@@ -74,6 +69,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     found: dict[int, list[ast.AST]] = {}
     roots = list(computing_statements(tree)) + (_guard_conditions(tree) if repairing else [])
     options = _options(tree, helper) if repairing else set()
+    parents = parents_of(tree)
     for statement in roots:
         pending = [statement]
         while pending:
@@ -81,6 +77,8 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
             if isinstance(node, ast.Call) and _validator(node.func, module_globals):
                 continue  # an argument check (and what it returns) is never edited
             alternatives = list(_replacements(node, variables, counting))
+            if isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp):
+                alternatives += list(_regroupings(node))  # (a whole expression's parentheses)
             if repairing:
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
@@ -353,7 +351,6 @@ def _replacements(node, variables, counting):
             yield ast.BinOp(node.right, type(node.op)(), node.left)  # operands swapped
         yield node.left  # the right term or factor dropped
         yield node.right  # the left one dropped
-        yield from _regroupings(node)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         yield node.operand
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -551,40 +548,15 @@ def _hinted(node: ast.AST, hint: str) -> ast.AST:
     return node
 
 
+MAX_OPERANDS = 10  # of an expression whose parentheses are moved (spans: at most 45)
+
+
 def _regroupings(node: ast.BinOp):
-    """``node`` with its operands grouped otherwise: an operand's parentheses left out (read
-    again by Python's precedence), or parentheses put around the neighbouring operands."""
-    found = []
-    for side in ("left", "right"):
-        child = getattr(node, side)
-        if isinstance(child, ast.BinOp) and _needs_parentheses(node.op, child.op, side):
-            found.append(_parentheses_dropped(node, side))
-    left, right = node.left, node.right
-    if isinstance(right, ast.BinOp) and (type(node.op), type(right.op)) not in _REGROUP_SAME:
-        found.append(ast.BinOp(ast.BinOp(left, node.op, right.left), right.op, right.right))
-    if isinstance(left, ast.BinOp) and (type(left.op), type(node.op)) not in _REGROUP_SAME:
-        found.append(ast.BinOp(left.left, left.op, ast.BinOp(left.right, node.op, right)))
-    seen = {ast.dump(node)}
-    for new in found:  # a * (b + c) as a * b + c; (a / b) * c as a / (b * c)
-        if new is not None and ast.dump(new) not in seen:
-            seen.add(ast.dump(new))
-            yield _hinted(new, _REGROUPED)
-
-
-def _needs_parentheses(outer, inner, side: str) -> bool:
-    """True when ``inner`` (the ``side`` operand of ``outer``) is written in parentheses."""
-    high, low = _PRECEDENCE.get(type(outer)), _PRECEDENCE.get(type(inner))
-    if high is None or low is None:
-        return False
-    if low != high:
-        return low < high
-    right_associative = isinstance(outer, ast.Pow)
-    return (side == "left") == right_associative
-
-
-def _parentheses_dropped(node: ast.BinOp, side: str) -> ast.AST | None:
-    """``node`` as Python reads it with the parentheses of its ``side`` operand left out; the
-    operands (anything but an operator) are the original nodes."""
+    """``node`` (a whole expression of operators) with one pair of its parentheses left out and
+    read again by Python's precedence (``base ** -2.0 * i / d`` for ``base ** (-2.0 * i / d)``),
+    or with one pair put around a run of its operands (``layers * (rank + rope) * n`` for
+    ``layers * rank + rope * n``, ``(4 * d) ** 2`` for ``4 * d ** 2``). The operands
+    (anything but an operator) stay the original nodes."""
     operands: list[ast.AST] = []
 
     def masked(tree):
@@ -595,22 +567,51 @@ def _parentheses_dropped(node: ast.BinOp, side: str) -> ast.AST | None:
         operands.append(tree)
         return ast.Name(f"_operand_{len(operands) - 1}", ast.Load())
 
-    shown = masked(node)
-    inner = getattr(shown, side)
-    setattr(shown, side, ast.Name("_without_parentheses", ast.Load()))
-    text = ast.unparse(shown).replace("_without_parentheses", ast.unparse(inner))
-    try:
-        parsed = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return None
+    text = ast.unparse(masked(node))
+    if not 2 <= len(operands) <= MAX_OPERANDS:
+        return
+    seen = {ast.dump(ast.parse(text, mode="eval").body)}
+    for candidate in _bracketed(text, len(operands)):
+        try:
+            parsed = ast.parse(candidate, mode="eval").body
+        except SyntaxError:
+            continue
+        if ast.dump(parsed) not in seen and not _same_value_regrouping(parsed, text):
+            seen.add(ast.dump(parsed))
+            yield _hinted(_unmasked(parsed, operands), _REGROUPED)
 
-    def unmasked(tree):
-        if isinstance(tree, ast.Name) and tree.id.startswith("_operand_"):
-            return operands[int(tree.id.rsplit("_", 1)[1])]
-        if isinstance(tree, ast.BinOp):
-            return ast.BinOp(unmasked(tree.left), tree.op, unmasked(tree.right))
-        if isinstance(tree, ast.UnaryOp):
-            return ast.UnaryOp(tree.op, unmasked(tree.operand))
-        return tree
 
-    return unmasked(parsed)
+def _bracketed(text: str, count: int):
+    """``text`` with one pair of parentheses removed, then with one pair put around each run
+    of two or more operands (placeholders ``_operand_i`` in order)."""
+    opened = []
+    for i, char in enumerate(text):
+        if char == "(":
+            opened.append(i)
+        elif char == ")" and opened:
+            start = opened.pop()
+            yield text[:start] + text[start + 1:i] + text[i + 1:]
+    starts = [text.index(f"_operand_{i}") for i in range(count)]
+    ends = [starts[i] + len(f"_operand_{i}") for i in range(count)]
+    for first in range(count):
+        for last in range(first + 1, count):
+            yield (text[:starts[first]] + "(" + text[starts[first]:ends[last]] + ")"
+                   + text[ends[last]:])
+
+
+def _same_value_regrouping(parsed, text) -> bool:
+    """True when the new grouping only reassociates one kind of sum or product (``a * (b * c)``
+    for ``a * b * c``), which gives the same value."""
+    flat = {type(n.op) for n in ast.walk(parsed) if isinstance(n, ast.BinOp)}
+    return len(flat) == 1 and flat <= {ast.Add, ast.Mult}
+
+
+def _unmasked(tree, operands):
+    if isinstance(tree, ast.Name) and tree.id.startswith("_operand_"):
+        return operands[int(tree.id.rsplit("_", 1)[1])]
+    if isinstance(tree, ast.BinOp):
+        return ast.BinOp(_unmasked(tree.left, operands), tree.op,
+                         _unmasked(tree.right, operands))
+    if isinstance(tree, ast.UnaryOp):
+        return ast.UnaryOp(tree.op, _unmasked(tree.operand, operands))
+    return tree
