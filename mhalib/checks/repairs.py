@@ -267,9 +267,10 @@ def _change(repair: dict) -> str:
 
 
 def scalar_factor(cases, results, exercise) -> float | None:
-    """``k`` when every failing output is a number exactly ``k`` times the right one (the same
-    ``k`` on every failing case), else None: then a change of any one factor of the result
-    mends it, and where the repair makes it need not be where the slip is."""
+    """``k`` when every failing output is a float exactly ``k`` times the right one (the same
+    ``k`` on every failing case), else None: a ratio (an intensity) off by a factor is mended by
+    a change of its numerator or of its denominator, and where the repair makes it need not be
+    where the slip is. (A count is an int, a sum of terms: its repair says where it is off.)"""
     ratios = set()
     for case, result in zip(cases, results):
         got = result.get("output") if result.get("status") == "ok" else None
@@ -279,7 +280,7 @@ def scalar_factor(cases, results, exercise) -> float | None:
             want = exercise.expected(case)
         except Exception:
             return None
-        if isinstance(want, bool) or not isinstance(want, (int, float)) or got == want:
+        if isinstance(want, bool) or not isinstance(want, float) or got == want:
             continue
         if not want:
             return None

@@ -422,3 +422,14 @@ def test_a_slip_is_named_by_its_output_alone(exercise, func, flag, words):
     verdict = judged(exercise, func)
     assert not verdict.passed
     assert flag in verdict.flags and words in verdict.diagnosis, (verdict.flags, verdict.diagnosis)
+
+
+def cache_values_in_elements(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                             bytes_per_element=2):
+    per_tensor = num_layers * num_kv_heads * head_dim * seq_len * batch_size
+    return per_tensor * bytes_per_element + per_tensor  # the values counted in elements
+
+
+def test_a_causal_triangle_is_read_only_on_a_count_of_tokens():
+    verdict = judged("kv_cache_bytes", cache_values_in_elements)
+    assert not verdict.passed and "triangle" not in verdict.diagnosis, verdict.diagnosis
