@@ -495,8 +495,8 @@ def _subscript(node: ast.Subscript, parts, position, changed) -> ast.Subscript:
 _REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "logsumexp", "var", "std", "prod",
                "norm", "nansum")
 _KEPT = "keeps the reduced axis, so the result lines up against the rows it came from"
-_REDUCTION_SWAPS = {"sum": ("mean",), "mean": ("sum",), "max": ("min", "sum"),
-                    "min": ("max",), "amax": ("amin",), "amin": ("amax",),
+_REDUCTION_SWAPS = {"sum": ("mean",), "mean": ("sum", "max"), "max": ("min", "sum", "mean"),
+                    "min": ("max",), "amax": ("amin", "mean"), "amin": ("amax",),
                     "argmax": ("max",), "argmin": ("min",), "nansum": ("nanmean",),
                     "nanmean": ("nansum",)}
 

@@ -324,3 +324,16 @@ def test_a_repair_in_a_record_never_changes_the_score():
     verdict = judge_record("softmax", record, 1)
     plain = judge_record("softmax", recorded("softmax", softmax_two_slips), 1)
     assert (verdict.passed, verdict.score) == (plain.passed, plain.score)
+
+
+def test_a_function_defined_in_a_notebook_cell_is_repaired_at_the_cells_line():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell()
+    shell.run_cell("import numpy as np\n"
+                   "def softmax(x, axis=-1):\n"
+                   "    e = np.exp(x - x.max(axis=axis))\n"
+                   "    return e / e.sum(axis=axis, keepdims=True)\n")
+    record = recorded("softmax", shell.user_ns["softmax"], suite="visible", repair_budget_s=1)
+    assert record["repair"]["line"] == 3
+    assert record["repair"]["new"] == "x.max(axis=axis, keepdims=True)"
