@@ -11,8 +11,9 @@ from collections import Counter
 
 from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Refusal
-from mhalib.checks.explain import NUMPY_COUNT, explain_failures, float_count_problem
+from mhalib.checks.explain import explain_failures
 from mhalib.checks.library_contract import library_problem
+from mhalib.checks.output_problem import output_problem
 from mhalib.checks.repairs import repair_of, scalar_factor, with_repair
 from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
@@ -111,26 +112,6 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
-
-
-def output_problem(exercise, case, result: dict) -> str | None:
-    """Why the output of ``result`` (status ok) is wrong on ``case``, or None (the library the
-    output came from is checked apart: :func:`library_problem`)."""
-    try:
-        if getattr(case, "must_raise", ""):
-            problem = exercise.refusal_problem(case, result.get("output"))
-        else:
-            problem = exercise.judge_case(case, result.get("output"), result.get("meta") or {})
-    except Exception as error:  # a malformed output must never crash the judge
-        problem = f"could not compare the output ({type(error).__name__}: {error})"
-    if problem is None and getattr(exercise, "int_counts", False):
-        problem = float_count_problem(result.get("output"))
-        kind = (result.get("meta") or {}).get("numpy_scalar")
-        if problem is None and kind and not kind.startswith("float"):
-            problem = (f"the count {NUMPY_COUNT} ({kind}), not "
-                       "a plain Python int: wrap it in int(...) (numpy integers wrap around "
-                       "silently past 2**63 - 1, where Python's ints grow)")
-    return problem
 
 
 # diagnoses that reproduce the learner's output exactly (an edit of the key, or of its inputs)

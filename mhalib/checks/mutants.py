@@ -45,7 +45,8 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     cases the learner got right, :func:`passing_cases`), or None; tries at most ``max_tried``
     mutants in order, and none after ``budget_s`` seconds (the schema's first build
     included)."""
-    rest = [(c, r) for c, r in recorded if not refuses(c)][3:]  # checked once a mutant fits
+    rest = [pair for pair in recorded if not refuses(pair[0]) and not extreme_inputs_only(
+        [pair]) and not only_non_finite_differ(exercise, [pair])][3:]  # (once a mutant fits)
     recorded = to_explain(exercise, recorded)
     if not recorded:
         return None

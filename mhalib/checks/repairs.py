@@ -48,9 +48,9 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     or None: none fails, none found within ``budget_s`` seconds, or the code cannot be read
     (``entries``: the record's entries for ``cases``, from the unedited code, whose slowest call
     took ``slowest_s``: a try may take a few times that, no more)."""
-    from mhalib.checks.judge import output_problem
     from mhalib.checks.library_contract import library_problem
     from mhalib.checks.mutant_schema import build_schema
+    from mhalib.checks.output_problem import output_problem
 
     started = time.perf_counter()
 
@@ -82,7 +82,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         left = budget_s - (time.perf_counter() - started)
         if left <= 0:
             raise _OutOfTime
-        from mhalib.checks.probe import run_case
+        from mhalib.checks.calls import run_case
 
         limit = min(left, TRY_LIMIT_FACTOR * slowest_s + 0.05, timeout or left)
         entry = run_case(exercise, schema.function, case, limit)
@@ -145,7 +145,7 @@ def _lines(mutant) -> set:
 def _values_seen(exercise, schema, case, left: float) -> dict | None:
     """The locals of the learner's functions on ``case`` (by function), or None when no time
     is left to look."""
-    from mhalib.checks.probe import CallTimeout, time_limit
+    from mhalib.checks.calls import CallTimeout, time_limit
 
     if left <= 0:
         return None
