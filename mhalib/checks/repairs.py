@@ -7,12 +7,15 @@ levels down), are compiled once with every small edit switchable
 (:func:`mhalib.checks.mutant_schema.build_schema`: the edits a slip makes, and the ones that put
 back what a slip leaves out, such as ``keepdims=True`` or a transpose), and an edit is a repair
 only when the edited code passes **every** case of the suite, judged as the grader judges it
-(:func:`mhalib.checks.judge.output_problem`). An edit that is not on the learner's path for the
-first failing case is never tried.
+(:func:`mhalib.checks.output_problem.output_problem`). An edit that is not on the learner's path
+for the first failing case is never tried, and none switches the learner's own options or
+mends the output without being a fix anyone would write (:mod:`mhalib.checks.mutant_edits`).
+When a second place mends it too (two slips that cancel), both are said; when more do, none.
 
-It runs where the learner's code runs (the probe, outside the visible suite), within a time
-budget and with the output the learner's code prints swallowed; the record carries what was
-found (:func:`find_repair`) and the judge puts it first in the diagnosis (:func:`with_repair`).
+It runs where the learner's code runs (the probe; never in the grader's sandbox, which has no
+answer key), within a time budget (short in the visible suite, and only for short code there)
+and with what the learner's code prints swallowed; the record carries what was found
+(:func:`find_repair`) and the judge puts it first in the diagnosis (:func:`with_repair`).
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ class _OutOfTime(Exception):
 def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 slowest_s: float = 1.0) -> dict | None:
     """The first small edit of ``func`` (or of a function of the learner's that it calls) under
-    which every case of ``cases`` is right, as ``{"function", "line", "old", "new", "hint"}``,
-    or None: none fails, none found within ``budget_s`` seconds, or the code cannot be read
+    which every case of ``cases`` is right, as ``{"function", "line", "lines", "old", "new",
+    "places", "hint"}`` (with ``"also"``, a second one elsewhere, or ``"many"`` when more places
+    mend it), or None: none fails, none found within ``budget_s`` seconds, or the code cannot be
+    read
     (``entries``: the record's entries for ``cases``, from the unedited code, whose slowest call
     took ``slowest_s``: a try may take a few times that, no more)."""
     from mhalib.checks.library_contract import library_problem
