@@ -217,9 +217,10 @@ def _locals_seen(found, compute, case) -> dict[str, dict]:
     return seen
 
 
-def _alike(values: dict, name: str, other: str) -> bool:
+def _alike(values: dict, name: str, other: str | None, any_shape: bool = False) -> bool:
     """True when ``other`` could stand where ``name`` is: both arrays (or tensors) of one
-    shape, or both ints, or both floats."""
+    shape (of any shape when ``any_shape``: a repair's ``q.shape`` for ``x.shape``), or both
+    ints, or both floats, or both bools; ``other`` None (hard-coded): ``name`` is an int."""
     if other is None:  # hard-coded: only an int variable (an axis, a count) is
         value = values.get(name)
         return isinstance(value, int) and not isinstance(value, bool)
@@ -228,6 +229,8 @@ def _alike(values: dict, name: str, other: str) -> bool:
     a, b = values[name], values[other]
     shape_a, shape_b = getattr(a, "shape", None), getattr(b, "shape", None)
     if shape_a is not None or shape_b is not None:
+        if any_shape:
+            return shape_a is not None and shape_b is not None
         return shape_a is not None and tuple(shape_a) == tuple(shape_b or (None,))
     for kind in (bool, int, float):
         if isinstance(a, kind) or isinstance(b, kind):

@@ -54,7 +54,7 @@ def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = No
                               "write the computation yourself, this exercise scores 0."}
     budget = _repair_budget(suite) if repair_budget_s is None else repair_budget_s
     if budget > 0 and getattr(exercise, "repairable", True) and \
-            os.environ.get("MHALIB_GRADING") != "1":  # (the grader's sandbox has no answer key)
+            not grading_mode():  # (the grader's sandbox has no answer key to judge a try by)
         try:
             from mhalib.checks.repairs import find_repair
 
@@ -65,6 +65,11 @@ def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = No
         if repair is not None:
             record["repair"] = repair
     return record
+
+
+def grading_mode() -> bool:
+    """True inside the grader's sandbox, where checks record instead of judging."""
+    return os.environ.get("MHALIB_GRADING") == "1"
 
 
 def _repair_budget(suite: str) -> float:

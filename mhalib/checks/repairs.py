@@ -29,7 +29,7 @@ import numpy as np
 
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutant_edits import HINT
-from mhalib.checks.mutants import _locals_seen
+from mhalib.checks.mutants import _alike, _locals_seen
 
 MAX_TRIES = 3000
 MAX_PLACES = 2  # repairs found in more places than this: none is said
@@ -121,8 +121,8 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                                     budget_s - (time.perf_counter() - started))
                 if seen is None:
                     return None
-            if mutant.swap is not None and not _same_kind(seen.get(mutant.where, {}),
-                                                          *mutant.swap):
+            if mutant.swap is not None and not _alike(seen.get(mutant.where, {}),
+                                                      *mutant.swap, any_shape=True):
                 continue  # (x for axis in np.isinf(x): a condition that never holds)
             if any(_lines(mutant) & _lines(other) for other in found):
                 continue  # a place already mended: one repair of it is enough
@@ -165,18 +165,6 @@ def _values_seen(exercise, schema, case, left: float) -> dict | None:
             return _locals_seen(schema, lambda c: exercise.call(schema.function, c), case)
     except CallTimeout:
         return None
-
-
-def _same_kind(values: dict, name: str, other) -> bool:
-    """True when the variable ``other`` could stand where ``name`` is: both arrays or tensors
-    (of any shape: ``q.shape`` for ``x.shape`` is a fix), or both ints, floats or bools."""
-    if other is None or name not in values or other not in values:
-        return False
-    a, b = values[name], values[other]
-    if hasattr(a, "shape") or hasattr(b, "shape"):
-        return hasattr(a, "shape") and hasattr(b, "shape")
-    return any(isinstance(a, kind) and isinstance(b, kind) for kind in (bool, int, float)) \
-        and isinstance(a, bool) == isinstance(b, bool)
 
 
 def _own_code_size(func, depth: int = 0, seen=None) -> int:
@@ -308,7 +296,7 @@ def scalar_factor(cases, results, exercise) -> float | None:
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             continue
         try:
-            want = exercise.expected(case)
+            want = exercise.expected_once(case)
         except Exception:
             return None
         if isinstance(want, bool) or not isinstance(want, float) or got == want:
