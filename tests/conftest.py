@@ -16,6 +16,10 @@ import pytest
 # are what their tests check. It is off for the workers and what they start, except where a
 # test turns it on (tests/checks/test_repairs.py, and measure.py for the held-out rounds).
 os.environ.setdefault("MHALIB_REPAIR_BUDGET_S", "0")
+# The visible suite's judge answers within 0.16 s of its own (mhalib.checks.judge), skipping what
+# has not answered by then: on two loaded cores that would make what a test sees depend on the
+# load. The suite lifts the limit; tests/checks/test_visible_time.py checks it with the limit on.
+os.environ.setdefault("MHALIB_VISIBLE_JUDGE_S", "10")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

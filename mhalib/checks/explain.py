@@ -35,6 +35,7 @@ Every function here returns ``(flag, message)`` or None and never raises.
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
@@ -59,12 +60,13 @@ def float_count_problem(received) -> str | None:
     return None
 
 
-def explain_failures(exercise, cases, results, failures, quick: bool = False
-                     ) -> tuple[str, str] | None:
+def explain_failures(exercise, cases, results, failures, quick: bool = False,
+                     until: float | None = None) -> tuple[str, str] | None:
     """``(flag, message)`` for the failing cases of ``exercise`` or None (see the module);
     ``quick`` (the visible suite, answered while the learner waits) keeps the search of the
     answer key's mutants within ``QUICK_BUDGET_S`` and the inputs read another way within half
-    of that."""
+    of that; past ``until`` (a ``time.perf_counter()`` value: the visible suite's time for the
+    judge) only the readings of an exception and of the output's form are tried."""
     if failures and all(FLOAT_COUNT in problem or NUMPY_COUNT in problem
                         for _, problem in failures):
         return "contract:plain_int", failures[0][1] + "."
@@ -89,6 +91,8 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
     )
 
     budget = QUICK_BUDGET_S if quick else GRADING_BUDGET_S
+    if until is not None:
+        budget = max(0.0, min(budget, until - time.perf_counter()))
     # a reading of the code must also get right the cases the learner got right
     passing = passing_cases(cases, results, {label for label, _ in failures})
 
@@ -105,6 +109,8 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False
 
     for step in (_from_tuple_order, from_search, _from_count_terms, from_mutants,
                  from_input_edits, _from_readbacks, _from_properties):
+        if until is not None and time.perf_counter() > until:
+            break
         try:
             found = step(exercise, recorded)
         except Exception:  # a diagnosis must never crash the judge

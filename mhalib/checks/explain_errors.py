@@ -149,11 +149,17 @@ def _matmul(exercise, case, last, line, named):
             return "matmul_heads", (
                 f"the two operands of a batched matrix product hold different numbers of "
                 f"matrices ({_say(want_batch, named)} against {_say(got_batch, named)}){hint}")
+        joined = max(want_inner, got_inner) % min(want_inner, got_inner) == 0 if min(
+            want_inner, got_inner) else False
         return "matmul_width", (
             f"the inner sizes of a batched matrix product differ ({want_inner} against "
-            f"{got_inner}): the two operands' vectors have different "
-            "widths; a head width computed from another tensor (or a split into another number "
-            "of heads) makes one of them narrower")
+            f"{got_inner}): the two operands' vectors have different widths, so one of them "
+            "was built with another last axis than the other"
+            + (" (one width is a multiple of the other: tensors joined along the last, "
+               "feature axis where another axis was meant, or a head width computed from "
+               "another tensor or another number of heads)" if joined else
+               " (a head width computed from another tensor, or a split into another number "
+               "of heads)"))
     shapes = re.search(_MATMUL[1], last)
     if shapes:
         rows_left, inner_left, inner_right, columns_right = (int(g) for g in shapes.groups())

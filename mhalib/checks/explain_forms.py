@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhalib.checks.exercise import expected_of
+
 
 def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | None:
     """``(flag, message)`` for a wrong recorded output, or None."""
@@ -35,8 +37,7 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
 
 
 def _expected(exercise, case):
-    once = getattr(exercise, "expected_once", None)
-    return once(case) if once is not None else exercise.expected(case)
+    return expected_of(exercise, case)
 
 
 def _first_difference(expected, received, path):

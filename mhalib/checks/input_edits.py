@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mhalib.checks.exercise import expected_of
+
 MAX_READINGS = 200
 
 
@@ -50,9 +52,9 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
 
     recorded = to_explain(exercise, recorded)
     names = parameter_names(exercise)
-    if not recorded or not names:
+    if not recorded or not names or budget_s <= 0:
         return None
-    if any(_shapes(result.get("output")) != _shapes(exercise.expected(case))
+    if any(_shapes(result.get("output")) != _shapes(expected_of(exercise, case))
            for case, result in recorded):
         return None  # a wrong shape: the output's form says more than any reading
     first = recorded[0][0]

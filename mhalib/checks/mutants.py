@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from mhalib.checks.exercise import expected_of
 from mhalib.checks.mutant_schema import Mutant, build_in_background, built, schema
 
 # The grader tries at most MAX_TRIED mutants (after the ones a case cannot tell apart are
@@ -48,7 +49,7 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     rest = [pair for pair in recorded if not refuses(pair[0]) and not extreme_inputs_only(
         [pair]) and not only_non_finite_differ(exercise, [pair])][3:]  # (once a mutant fits)
     recorded = to_explain(exercise, recorded)
-    if not recorded:
+    if not recorded or budget_s <= 0:
         return None
     from mhalib.checks.answer_key import answer_key
 
@@ -58,7 +59,7 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
         build_in_background(key)  # ready for the next check; this one goes on without it
         return None
     found = schema(key)
-    if found is None:
+    if found is None or time.perf_counter() - started > budget_s:
         return None
     compute = _computer(exercise, found.function)
     recorded.sort(key=lambda pair: _size(pair[0]))  # the smallest case first: cheapest to try
@@ -144,7 +145,7 @@ def only_non_finite_differ(exercise, recorded) -> bool:
     """True when, on every recorded case, the output is right wherever it is finite (it fails
     by NaN or inf alone): an overflow, which edits that overflow the same way would "explain"."""
     for case, result in recorded:
-        output, expected = result.get("output"), exercise.expected(case)
+        output, expected = result.get("output"), expected_of(exercise, case)
         pairs = zip(output, expected) if isinstance(output, tuple) and isinstance(
             expected, tuple) else [(output, expected)]
         for got, want in pairs:

@@ -81,8 +81,10 @@ def causal_patterns(n_q: int, n_k: int, right: np.ndarray) -> list[Pattern]:
     offset = n_k - n_q
     found = [
         Pattern("no_mask", np.ones((n_q, n_k), bool),
-                "every query gives weight to every key, future ones included: the causal mask "
-                "was not applied (key j is allowed only when j <= i)"),
+                "every query gives weight to every key, future ones included: no score was "
+                "hidden before the softmax (key j is allowed only when j <= i): the causal mask "
+                "is not applied, or is applied in a way that hides nothing (a mask that is all "
+                "True, a fill whose result is not used, or weights taken before the mask)"),
         Pattern("diagonal_hidden", j < i + offset,
                 "no query gives weight to its own position: the mask hides the diagonal "
                 "(j < i where it should be j <= i)"),
