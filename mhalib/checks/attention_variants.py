@@ -52,7 +52,8 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
     """Grouped-query self-attention (B, N, d_model) -> (B, N, d_model), with knobs.
 
     ``tiled``: head h reads group h % G (x.repeat) instead of h // (H / G).
-    ``scale``: None = 1/sqrt(d_head); "d_model" = 1/sqrt(d_model); a number = that factor.
+    ``scale``: None = 1/sqrt(d_head); "d_model" = 1/sqrt(d_model); "kv_width" =
+    1/sqrt(num_kv_heads * d_head), the width of w_k's output; a number = that factor.
     ``causal_shift``: -1 hides the diagonal, +1 shows one future key.
     ``swap_kv``: keys from w_v and values from w_k; ``softmax_axis``: -2 normalises over the
     queries; ``merge_without_transpose``: the heads merged by a plain reshape of (B, H, N, d).
@@ -76,6 +77,8 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
         scale = 1 / math.sqrt(d_head)
     elif scale == "d_model":
         scale = 1 / math.sqrt(d_model)
+    elif scale == "kv_width":
+        scale = 1 / math.sqrt(num_kv_heads * d_head)
     scores = q @ k.transpose(-2, -1) * scale  # (B, H, N, N)
     if causal:
         n = x.shape[1]

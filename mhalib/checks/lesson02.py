@@ -99,10 +99,14 @@ class SplitHeads(Exercise):
                         "the transpose(0, 2, 1, 3) that brings the head axis forward is missing.",
                         model(_split_heads_last)),
             WrongAnswer("heads_before_batch", "the head axis ended up before the batch axis (H, B, "
-                        "N, d_head): transpose with (0, 2, 1, 3).",
+                        "N, d_head) where (B, H, N, d_head) belongs: from the (B, N, H, d_head) "
+                        "reshape the transpose is (0, 2, 1, 3); heads stacked on axis 0 need "
+                        "axis 1 instead (or the first two axes swapped).",
                         model(_split_heads_first)),
             WrongAnswer("features_before_tokens", "the last two axes are swapped (B, H, d_head, "
-                        "N): transpose with (0, 2, 1, 3).", model(_split_features_last)),
+                        "N) where (B, H, N, d_head) belongs: from the (B, N, H, d_head) reshape the "
+                        "transpose is (0, 2, 1, 3), not (0, 2, 3, 1).",
+                        model(_split_features_last)),
             WrongAnswer("strided_heads", "head h got the strided features h, h+H, h+2H, ... (a "
                         "reshape to (B, N, d_head, H)); it should get the contiguous block "
                         "h*d_head:(h+1)*d_head, i.e. reshape to (B, N, H, d_head).",

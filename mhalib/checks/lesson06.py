@@ -188,6 +188,10 @@ class GroupedQueryAttention(TorchExercise):
             WrongAnswer("scale_d_model", "the scores were divided by sqrt(d_model); each head's "
                         "dot product has d_head = d_model / num_heads terms, so divide by "
                         "sqrt(d_head).", variant(scale="d_model")),
+            WrongAnswer("scale_kv_width", "the scores were divided by sqrt(num_kv_heads * "
+                        "d_head), the width of all the K/V heads together (w_k.shape[-1]); each "
+                        "head's dot product has d_head = d_model / num_heads terms, so divide by "
+                        "sqrt(d_head).", variant(scale="kv_width")),
             WrongAnswer("causal_ignored", "with causal=True every token still sees the future: "
                         "apply the causal mask (key j allowed only when j <= i).",
                         variant(causal=False)),
@@ -288,10 +292,15 @@ class KVCacheBytes(CountSearch, Exercise):
         return [
             WrongAnswer("no_factor_2", "the cache holds keys AND values: multiply by 2.",
                         wrong(factor=1)),
-            WrongAnswer("no_layers", "every layer keeps its own K and V cache: multiply by "
-                        "num_layers.", wrong(use_layers=False)),
-            WrongAnswer("ignores_batch_size", "each sequence in the batch has its own cache: "
-                        "multiply by batch_size.", wrong(batch_size=1)),
+            WrongAnswer("no_layers", "your count is one layer's cache: every layer keeps its "
+                        "own K and V cache, so the count is num_layers times that (a factor "
+                        "num_layers left out, or a loop over the layers that overwrites its "
+                        "total, total = ..., where it adds to it, total += ...).",
+                        wrong(use_layers=False)),
+            WrongAnswer("ignores_batch_size", "your count is one sequence's cache: each sequence "
+                        "in the batch has its own, so the count is batch_size times that (a "
+                        "factor batch_size left out, or a loop over the batch that overwrites "
+                        "its total where it adds to it).", wrong(batch_size=1)),
             WrongAnswer("elements_not_bytes", "that is the number of cached elements; multiply by "
                         "bytes_per_element to get bytes.", wrong(bytes_per_element=1)),
             WrongAnswers("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 or "

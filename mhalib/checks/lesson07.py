@@ -246,9 +246,10 @@ class MergeAttentionStates(TorchExercise):
             WrongAnswer("returns_lse_first", "the pair came back as (lse, out): return "
                         "(out, lse).", _merge_variant(_lse_first)),
             Symptom("nan_for_empty_rows", "rows where both sets are empty (lse_a = lse_b = -inf) "
-                    "came out NaN: there max(lse_a, lse_b) is -inf and -inf - (-inf) is NaN. "
-                    "Subtract 0 instead of the max where it is -inf; such a row gets out = 0 and "
-                    "lse = -inf.",
+                    "came out NaN: any difference of two -inf log-sum-exps is -inf - (-inf) = "
+                    "NaN, whether it is a shift by max(lse_a, lse_b), lse_a - lse_b inside a "
+                    "sigmoid, or a softmax over the pair. Such a row needs a guard: it gets "
+                    "out = 0 and lse = -inf (e.g. shift by 0 where the max is -inf).",
                     lambda case, received, meta: self._nan_only_where_both_empty(case,
                                                                                  received)),
         ]

@@ -89,10 +89,14 @@ class MLAKVCacheBytes(CountSearch, Exercise):
             WrongAnswer("latent_doubled", "the latent was counted twice (once for keys, once for "
                         "values): keys and values are both up-projections of the same cached "
                         "latent, which is stored once.", wrong(rank_copies=2)),
-            WrongAnswer("no_layers", "every layer keeps its own latents and RoPE keys: multiply "
-                        "by num_layers.", wrong(use_layers=False)),
-            WrongAnswer("ignores_batch_size", "each sequence in the batch has its own cache: "
-                        "multiply by batch_size.", wrong(batch_size=1)),
+            WrongAnswer("no_layers", "your count is one layer's cache: every layer keeps its "
+                        "own latents and RoPE keys, so the count is num_layers times that (a "
+                        "factor num_layers left out, or a loop over the layers that overwrites "
+                        "its total where it adds to it).", wrong(use_layers=False)),
+            WrongAnswer("ignores_batch_size", "your count is one sequence's cache: each sequence "
+                        "in the batch has its own, so the count is batch_size times that (a "
+                        "factor batch_size left out, or a loop over the batch that overwrites "
+                        "its total where it adds to it).", wrong(batch_size=1)),
             WrongAnswer("elements_not_bytes", "that is the number of cached elements; multiply by "
                         "bytes_per_element to get bytes.", wrong(bytes_per_element=1)),
             WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 "

@@ -241,6 +241,9 @@ class PagedAttention(TorchExercise):
             TorchCase("float64, lengths 5 and 2 in pages of 4", paged_inputs(
                 rng, [5, 2], heads=4, groups=2, d=16, page_size=4, max_pages=3),
                 dtype="float64"),
+            TorchCase("a sequence of one token sees only that token", paged_inputs(
+                rng, [1, 6], heads=2, groups=1, d=8, page_size=4, max_pages=2),
+                degenerate=True),
         ]
 
     def mistakes(self):

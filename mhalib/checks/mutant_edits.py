@@ -69,6 +69,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     found: dict[int, list[ast.AST]] = {}
     roots = list(computing_statements(tree)) + (_guard_conditions(tree) if repairing else [])
     options = _options(tree, helper) if repairing else set()
+    looped = _assigned_in_loops(tree) if repairing else set()
     parents = parents_of(tree)
     for statement in roots:
         pending = [statement]
@@ -80,6 +81,9 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
             if isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp):
                 alternatives += list(_regroupings(node))  # (a whole expression's parentheses)
             if repairing:
+                if id(node) in looped:  # overwritten in a loop where it should accumulate
+                    alternatives.append(ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()),
+                                                      ast.Add(), node.value))
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
                      if not _switches_an_option(node, a, options, module_globals)
@@ -92,6 +96,14 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
             else:
                 pending.extend(ast.iter_child_nodes(node))
     return found
+
+
+def _assigned_in_loops(tree: ast.FunctionDef) -> set[int]:
+    """``id``s of the plain ``name = ...`` statements inside a ``for`` loop's body."""
+    return {id(statement) for loop in ast.walk(tree) if isinstance(loop, ast.For)
+            for statement in ast.walk(loop) if statement is not loop
+            and isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)}
 
 
 def _own_call(node, module_globals) -> bool:
@@ -519,7 +531,9 @@ def _put_back(node):
     """``keepdims=True`` (or torch's ``keepdim=True``) in a reduction, another reduction (a sum
     for a mean, a max for an argmax...), a transpose of a matrix product's operand (``.mT``),
     one more or one fewer in a ``range``, ``and`` for ``or`` (and back), a ``not`` left
-    out."""
+    out, ``**`` for ``^``, ``torch.diag_embed`` for ``torch.diag``, the last two axes for a
+    ``transpose``'s or ``swapaxes``' leading ones (and, in :func:`sites`, ``+=`` for ``=`` in a
+    loop)."""
     if isinstance(node, ast.Call):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
             node.func, "id", "")
@@ -532,6 +546,14 @@ def _put_back(node):
             func = ast.Attribute(node.func.value, other, ast.Load()) if isinstance(
                 node.func, ast.Attribute) else ast.Name(other, ast.Load())
             yield ast.Call(func, node.args, node.keywords)
+        if name == "diag" and isinstance(node.func, ast.Attribute):  # torch.diag of a batch
+            yield ast.Call(ast.Attribute(node.func.value, "diag_embed", ast.Load()), node.args,
+                           node.keywords)
+        axes = [_int_of(a) for a in node.args[-2:]]  # x.transpose(0, 1), np.swapaxes(x, 0, 1)
+        if name in ("transpose", "swapaxes") and len(node.args) in (2, 3) and None not in axes \
+                and not set(axes) & {-1, -2}:  # the leading axes swapped, not the last two
+            yield ast.Call(node.func, node.args[:-2] + [ast.Constant(-2), ast.Constant(-1)],
+                           node.keywords)
         if name == "range":
             for i, argument in enumerate(node.args[:2]):
                 for delta in (1, -1):
@@ -541,6 +563,8 @@ def _put_back(node):
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         yield ast.BinOp(node.left, node.op, ast.Attribute(node.right, "mT", ast.Load()))
         yield ast.BinOp(ast.Attribute(node.left, "mT", ast.Load()), node.op, node.right)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
+        yield ast.BinOp(node.left, ast.Pow(), node.right)  # ^ is XOR in Python, ** the power
     elif isinstance(node, ast.BoolOp):
         other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
         yield ast.BoolOp(other, node.values)

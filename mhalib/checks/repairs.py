@@ -286,11 +286,11 @@ def _change(repair: dict) -> str:
 
 
 def scalar_factor(cases, results, exercise) -> float | None:
-    """``k`` when every failing output is a float exactly ``k`` times the right one (the same
-    ``k`` on every failing case), else None: a ratio (an intensity) off by a factor is mended by
-    a change of its numerator or of its denominator, and where the repair makes it need not be
-    where the slip is. (A count is an int, a sum of terms: its repair says where it is off.)"""
-    ratios = set()
+    """``k`` when every failing output is a number exactly ``k`` times the right one (the same
+    ``k`` on every failing case), else None: a ratio (an intensity) or a product (a crossover
+    length, 6 * d // 4 for 8 * d // 4) off by a factor is mended by a change of any one of its
+    factors, and where the repair makes it need not be where the slip is."""
+    ratios, pairs = set(), []
     for case, result in zip(cases, results):
         got = result.get("output") if result.get("status") == "ok" else None
         if isinstance(got, bool) or not isinstance(got, (int, float)):
@@ -299,12 +299,20 @@ def scalar_factor(cases, results, exercise) -> float | None:
             want = exercise.expected_once(case)
         except Exception:
             return None
-        if isinstance(want, bool) or not isinstance(want, float) or got == want:
+        if isinstance(want, bool) or not isinstance(want, (int, float)) or got == want:
             continue
         if not want:
             return None
         ratios.add(round(got / want, 9))
-    return next(iter(ratios)) if len(ratios) == 1 else None
+        pairs.append((got, want))
+    if len(ratios) == 1:
+        return next(iter(ratios))
+    if pairs and all(isinstance(x, int) for pair in pairs for x in pair):
+        got, want = max(pairs, key=lambda pair: abs(pair[1]))  # ints: // rounds each case
+        factor = got / want
+        if all(abs(g - factor * w) <= 1 for g, w in pairs):
+            return round(factor, 4)
+    return None
 
 
 def with_repair(verdict, repair: dict, factor: float | None = None):
@@ -319,9 +327,9 @@ def with_repair(verdict, repair: dict, factor: float | None = None):
         return verdict  # several places mend it, and the result is not one factor off
     if factor is not None and "also" not in repair:
         verdict.diagnosis = (
-            f"{name}: your result is exactly {factor:g} times the right one, so a change of any "
-            f"one of its factors mends it: for instance, {_change(repair)}. Check that this is "
-            f"the factor that is off, not another one of the same result.{shows}")
+            f"{name}: your result is {factor:g} times the right one on every failing case, so a "
+            f"change of any one of its factors mends it: for instance, {_change(repair)}. Check "
+            f"that this is the factor that is off, not another one of the same result.{shows}")
         verdict.flags = sorted(set(verdict.flags) | {"repair"})
         return verdict
     verdict.diagnosis = f"{name}: {repair_sentence(repair)}{shows}"

@@ -25,11 +25,14 @@ class LaunchConfig:
 
 
 # (architecture family, head dim) -> config. Family 90: Hopper and newer (wgmma);
-# family 80: Ampere and Ada (mma.sync). Picked by ``benchmarks/triton_compile_report.py
-# --search`` from compile-time figures alone (no GPU was at hand): among configs with no
-# spills and at most 240 registers (headroom) in every specialization, BLOCK_M = 128 (each
-# K/V tile loaded serves 128 queries), then the highest estimated occupancy, then the larger
-# BLOCK_N, then more stages. A timed autotuning run on a GPU may well choose differently.
+# family 80: Ampere and Ada (mma.sync). Family 90's d = 64 and d = 128 were timed on an H200
+# (``benchmarks/triton_tune.py``, docs/benchmarks.md): (64, 64, 4 warps, 3 stages) had the best
+# worse-of-two-masks throughput against SDPA at B=4, H=16, N=4096, bf16, 0.74x for d = 128
+# (0.69x for the (128, 32, 8, 3) chosen before) and 0.89x for d = 64 (0.85x). The other
+# entries were picked by ``benchmarks/triton_compile_report.py --search`` from compile-time
+# figures alone (no GPU was at hand): among configs with no spills and at most 240 registers
+# (headroom) in every specialization, BLOCK_M = 128 (each K/V tile loaded serves 128 queries),
+# then the highest estimated occupancy, then the larger BLOCK_N, then more stages.
 LAUNCH_CONFIGS = {
     (80, 16): LaunchConfig(128, 32, 8, 3),
     (80, 32): LaunchConfig(128, 64, 8, 3),
@@ -37,8 +40,8 @@ LAUNCH_CONFIGS = {
     (80, 128): LaunchConfig(128, 64, 8, 3),
     (90, 16): LaunchConfig(128, 32, 8, 3),
     (90, 32): LaunchConfig(128, 32, 8, 3),
-    (90, 64): LaunchConfig(128, 64, 8, 3),
-    (90, 128): LaunchConfig(128, 32, 8, 3),
+    (90, 64): LaunchConfig(64, 64, 4, 3),
+    (90, 128): LaunchConfig(64, 64, 4, 3),
 }
 INTERPRETER_CONFIG = LaunchConfig(64, 64, 4, 2)  # small blocks: the CPU interpreter is slow
 

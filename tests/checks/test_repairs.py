@@ -91,6 +91,33 @@ def rope_angles_torch_exponent_sign(positions, head_dim, base=10000.0):
     return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).to(torch.float32)
 
 
+def kv_bytes_layers_overwritten(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                                bytes_per_element=2):
+    total = 0
+    for _ in range(num_layers):
+        total = 2 * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
+    return total
+
+
+def backward_flops_caret_for_power(seq_len, head_dim, recompute=True):
+    flops = 8 * head_dim * (seq_len ^ 2)
+    if recompute:
+        flops += 2 * seq_len * seq_len * head_dim
+    return flops
+
+
+def softmax_backward_diag_of_a_batch(weights, grad_weights):
+    jacobian = torch.diag(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)
+    return (jacobian @ grad_weights.unsqueeze(-1)).squeeze(-1)
+
+
+def attention_leading_axes_swapped(q, k, v):
+    scores = q @ np.swapaxes(k, 0, 1) / math.sqrt(q.shape[-1])
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    return weights @ v, weights
+
+
 @pytest.mark.parametrize("exercise, func, old, new", [
     ("softmax", softmax_keepdims_left_out, "x.max(axis=axis)", "x.max(axis=axis, keepdims=True)"),
     ("attention", attention_keys_not_transposed, "q @ k", "q @ k.mT"),
@@ -102,6 +129,12 @@ def rope_angles_torch_exponent_sign(positions, head_dim, base=10000.0):
      "range(i + n_k - n_q + 1)"),
     ("split_heads", split_heads_guard_upside_down, "d % num_heads == 0", "d % num_heads != 0"),
     ("rope_angles", rope_angles_torch_exponent_sign, "2 * i", "-2 * i"),
+    ("kv_cache_bytes", kv_bytes_layers_overwritten, "total = 2 *", "total += 2 *"),
+    ("attention_backward_flops", backward_flops_caret_for_power, "seq_len ^ 2", "seq_len ** 2"),
+    ("softmax_backward", softmax_backward_diag_of_a_batch, "torch.diag(weights)",
+     "torch.diag_embed(weights)"),
+    ("attention", attention_leading_axes_swapped, "np.swapaxes(k, 0, 1)",
+     "np.swapaxes(k, -2, -1)"),
 ], ids=lambda value: getattr(value, "__name__", None) if callable(value) else None)
 def test_the_change_that_makes_every_case_right_is_said_at_the_learners_line(
         exercise, func, old, new):
@@ -182,8 +215,21 @@ def test_two_places_that_mend_the_result_are_both_said():
 def test_a_result_a_constant_factor_off_is_said_as_one_place_of_several():
     repair, verdict = repaired("decode_attention_intensity", intensity_doubled_at_the_end)
     assert repair is not None
-    assert "your result is exactly 2 times the right one, so a change of any one of its " \
-           "factors mends it" in verdict.diagnosis
+    assert "your result is 2 times the right one on every failing case, so a change of any " \
+           "one of its factors mends it" in verdict.diagnosis
+
+
+def crossover_without_the_output_projection(d_model):
+    return 6 * d_model // 4
+
+
+def test_a_count_a_constant_factor_off_up_to_rounding_is_said_as_one_place_of_several():
+    """6 d // 4 for 8 d // 4: the divisor mends it as well as the 6 does (and // rounds each
+    case its own way), so the repair is said as one factor that may be off."""
+    repair, verdict = repaired("crossover_seq_len", crossover_without_the_output_projection)
+    assert repair is not None
+    assert "your result is 0.75 times the right one on every failing case" in verdict.diagnosis
+    assert "Check that this is the factor that is off" in verdict.diagnosis
 
 
 # -- what a repair must never claim ---------------------------------------------------------

@@ -153,6 +153,13 @@ def gqa_scale_d_model(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=Fal
                    scale=1 / math.sqrt(x.shape[-1]), mask=mask)
 
 
+def gqa_scale_kv_width(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    n = x.shape[1]
+    mask = torch.ones(n, n, dtype=torch.bool).tril() if causal else None
+    return _manual(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads,
+                   scale=w_k.shape[-1] ** -0.5, mask=mask)
+
+
 def gqa_forgot_mask(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
     return _manual(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
 
@@ -533,6 +540,7 @@ WRONG = {
                   "ignores_n_rep": repeat_broadcast_later},
     "grouped_query_attention": {
         "tiled_groups": gqa_tiled, "no_scale": gqa_no_scale, "scale_d_model": gqa_scale_d_model,
+        "scale_kv_width": gqa_scale_kv_width,
         "causal_ignored": gqa_forgot_mask, "always_causal": gqa_always_masked,
         "causal_excludes_self": gqa_strict_mask, "causal_sees_next": gqa_mask_one_ahead,
         "split_without_transpose": gqa_reshape_heads,
