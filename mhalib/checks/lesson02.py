@@ -104,8 +104,8 @@ class SplitHeads(Exercise):
                         "axis 1 instead (or the first two axes swapped).",
                         model(_split_heads_first)),
             WrongAnswer("features_before_tokens", "the last two axes are swapped (B, H, d_head, "
-                        "N) where (B, H, N, d_head) belongs: from the (B, N, H, d_head) reshape the "
-                        "transpose is (0, 2, 1, 3), not (0, 2, 3, 1).",
+                        "N) where (B, H, N, d_head) belongs: from the (B, N, H, d_head) reshape "
+                        "the transpose is (0, 2, 1, 3), not (0, 2, 3, 1).",
                         model(_split_features_last)),
             WrongAnswer("strided_heads", "head h got the strided features h, h+H, h+2H, ... (a "
                         "reshape to (B, N, d_head, H)); it should get the contiguous block "

@@ -457,9 +457,11 @@ def _call_edits(node: ast.Call):
         if keyword.arg is not None:
             yield ast.Call(node.func, node.args, node.keywords[:i] + node.keywords[i + 1:])
     if node.args and not any(isinstance(a, ast.Starred) for a in node.args) and not (
-            isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)) \
+            and not (isinstance(node.func, ast.Name) and node.func.id == "len"):
         yield node.args[0]  # the call left out: sqrt(d) as d, a softmax skipped (a string
-        # is no value: 'batch_size' * n would build a string of n copies)
+        # is no value: 'batch_size' * n would build a string of n copies; nor is len()'s
+        # list: names * n builds n copies of it in one uninterruptible step)
     if isinstance(node.func, ast.Attribute) and node.func.attr in _UNWRAPPED_METHODS:
         yield node.func.value  # a transpose (or cast) left out
     for i in range(len(node.args) - 1):

@@ -327,9 +327,10 @@ def with_repair(verdict, repair: dict, factor: float | None = None):
         return verdict  # several places mend it, and the result is not one factor off
     if factor is not None and "also" not in repair:
         verdict.diagnosis = (
-            f"{name}: your result is {factor:g} times the right one on every failing case, so a "
-            f"change of any one of its factors mends it: for instance, {_change(repair)}. Check "
-            f"that this is the factor that is off, not another one of the same result.{shows}")
+            f"{name}: your result is {factor:g} times the right one on every failing case, and "
+            f"one change mends it: {_change(repair)}. A result off by a constant factor can "
+            f"often be mended in more than one place: check that this is where the slip is, not "
+            f"another factor of the same result.{shows}")
         verdict.flags = sorted(set(verdict.flags) | {"repair"})
         return verdict
     verdict.diagnosis = f"{name}: {repair_sentence(repair)}{shows}"
