@@ -70,6 +70,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     roots = list(computing_statements(tree)) + (_guard_conditions(tree) if repairing else [])
     options = _options(tree, helper) if repairing else set()
     looped = _assigned_in_loops(tree) if repairing else set()
+    offsets = _loop_offsets(tree) if repairing else {}
     parents = parents_of(tree)
     for statement in roots:
         pending = [statement]
@@ -84,6 +85,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                 if id(node) in looped:  # overwritten in a loop where it should accumulate
                     alternatives.append(ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()),
                                                       ast.Add(), node.value))
+                alternatives += _written_at_the_offset(node, offsets.get(id(node)))
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
                      if not _switches_an_option(node, a, options, module_globals)
@@ -104,6 +106,46 @@ def _assigned_in_loops(tree: ast.FunctionDef) -> set[int]:
             for statement in ast.walk(loop) if statement is not loop
             and isinstance(statement, ast.Assign) and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)}
+
+
+def _loop_offsets(tree: ast.FunctionDef) -> dict[int, str]:
+    """``id`` of each ``x[...] = ...`` statement inside a ``for name in ...`` loop -> the
+    loop's variable (the innermost loop's)."""
+    found = {}
+    for loop in ast.walk(tree):
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+            for statement in ast.walk(loop):
+                if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
+                        isinstance(statement.targets[0], ast.Subscript):
+                    found[id(statement)] = loop.target.id  # (inner loops are walked later)
+    return found
+
+
+def _written_at_the_offset(node, offset: str | None):
+    """``cache[:, :, t:t + n] = ...`` for ``cache[:, :, :n] = ...`` inside ``for t in ...``
+    (and ``[t]`` for ``[0]``): a write at the start of a buffer where the loop's offset
+    belongs."""
+    if offset is None or not isinstance(node, ast.Assign):
+        return
+    target = node.targets[0]
+    parts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+    for position, part in enumerate(parts):
+        moved = None
+        if isinstance(part, ast.Slice) and part.step is None and part.upper is not None and (
+                part.lower is None or _int_of(part.lower) == 0):
+            moved = ast.Slice(ast.Name(offset, ast.Load()),
+                              ast.BinOp(ast.Name(offset, ast.Load()), ast.Add(), part.upper))
+        elif _int_of(part) == 0:
+            moved = ast.Name(offset, ast.Load())
+        if moved is not None:
+            new = list(parts)
+            new[position] = moved
+            index = ast.Tuple(new, ast.Load()) if isinstance(target.slice, ast.Tuple) else moved
+            yield _hinted(ast.Assign([ast.Subscript(target.value, index, ast.Store())],
+                                     node.value), _AT_OFFSET)
+
+
+_AT_OFFSET = "written at the loop's offset, not at the start of the buffer"
 
 
 def _own_call(node, module_globals) -> bool:
@@ -230,6 +272,27 @@ def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
             and len(new.keywords) < len(node.keywords):
         dropped = {k.arg for k in node.keywords} - {k.arg for k in new.keywords}
         return ("keyword", *sorted(dropped))
+    if isinstance(node, ast.Assign) and isinstance(new, ast.Assign) and new.value is node.value:
+        return ("written_at", ast.dump(new.targets[0].slice))
+    return _call_kind(node, new)
+
+
+def _call_kind(node: ast.AST, new: ast.AST) -> tuple | None:
+    """A repair's call edits that a slip repeats in several places: another method on the same
+    object (``torch.diag`` -> ``torch.diag_embed``, a sum for a mean), or the same constant
+    arguments (``transpose(0, 1)`` -> ``transpose(-2, -1)`` on two different tensors)."""
+    if not (isinstance(node, ast.Call) and isinstance(new, ast.Call)):
+        return None
+    if isinstance(node.func, ast.Attribute) and isinstance(new.func, ast.Attribute) and \
+            node.func.value is new.func.value and node.func.attr != new.func.attr and \
+            node.args is new.args:
+        return ("method", node.func.attr, new.func.attr)
+    if node.func is new.func and len(node.args) == len(new.args):
+        changed = [b for a, b in zip(node.args, new.args) if a is not b]
+        if changed and all(isinstance(b, ast.Constant) for b in changed):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                node.func, "id", "")
+            return ("arguments", name, *(repr(b.value) for b in changed))
     return None
 
 

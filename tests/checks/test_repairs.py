@@ -91,6 +91,14 @@ def rope_angles_torch_exponent_sign(positions, head_dim, base=10000.0):
     return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).to(torch.float32)
 
 
+def padding_mask_every_row_written_at_row_zero(lengths, n):
+    lengths = np.asarray(lengths)
+    mask = np.zeros((len(lengths), 1, 1, n), dtype=bool)
+    for b in range(len(lengths)):
+        mask[0, :, :, :lengths[b]] = True
+    return mask
+
+
 def kv_bytes_layers_overwritten(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
                                 bytes_per_element=2):
     total = 0
@@ -130,6 +138,8 @@ def attention_leading_axes_swapped(q, k, v):
     ("split_heads", split_heads_guard_upside_down, "d % num_heads == 0", "d % num_heads != 0"),
     ("rope_angles", rope_angles_torch_exponent_sign, "2 * i", "-2 * i"),
     ("kv_cache_bytes", kv_bytes_layers_overwritten, "total = 2 *", "total += 2 *"),
+    ("padding_mask", padding_mask_every_row_written_at_row_zero,
+     "mask[0, :, :, :lengths[b]] = True", "mask[b, :, :, :lengths[b]] = True"),
     ("attention_backward_flops", backward_flops_caret_for_power, "seq_len ^ 2", "seq_len ** 2"),
     ("softmax_backward", softmax_backward_diag_of_a_batch, "torch.diag(weights)",
      "torch.diag_embed(weights)"),
@@ -218,6 +228,31 @@ def test_a_result_a_constant_factor_off_is_said_as_one_place_of_several():
     assert "your result is 2 times the right one on every failing case, and one change mends " \
            "it" in verdict.diagnosis
     assert "can often be mended in more than one place" in verdict.diagnosis
+
+
+def attention_backward_leading_axes_swapped(q, k, v, grad_out, causal=False):
+    scale = q.shape[-1] ** -0.5
+    scores = q @ k.transpose(-2, -1) * scale
+    if causal:
+        n_q, n_k = scores.shape[-2:]
+        hidden = torch.ones(n_q, n_k, dtype=torch.bool).triu(n_k - n_q + 1)
+        scores = scores.masked_fill(hidden, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    grad_v = weights.transpose(0, 1) @ grad_out
+    grad_w = grad_out @ v.transpose(-2, -1)
+    grad_s = weights * (grad_w - (grad_w * weights).sum(-1, keepdim=True))
+    grad_k = grad_s.transpose(0, 1) @ q * scale
+    return grad_s @ k * scale, grad_k, grad_v
+
+
+def test_one_call_edit_on_two_different_tensors_is_said_in_both_places():
+    """transpose(0, 1) where the last two axes belong, on the weights and on grad_s: one slip
+    made twice, mended only when both places change."""
+    repair, verdict = repaired("attention_backward", attention_backward_leading_axes_swapped)
+    assert repair is not None, verdict.diagnosis
+    assert repair["places"] == 2 and len(repair["lines"]) == 2
+    assert "weights.transpose(-2, -1)" in repair["new"] and \
+        "grad_s.transpose(-2, -1)" in repair["new"]
 
 
 def crossover_without_the_output_projection(d_model):
