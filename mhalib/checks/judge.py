@@ -252,7 +252,7 @@ def judge_record(exercise_name: str, record, seed: int, suite: str = "grading") 
     if not repair or verdict.passed:
         return verdict
     return with_repair(verdict, repair, scalar_factor(exercise.cases(seed, suite), results,
-                                                      exercise))
+                                                      exercise, repair))
 
 
 def judge_seals(exercise_name: str, generic, physical=None) -> Verdict:

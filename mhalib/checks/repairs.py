@@ -285,11 +285,13 @@ def _change(repair: dict) -> str:
     return f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}{hint}"
 
 
-def scalar_factor(cases, results, exercise) -> float | None:
-    """``k`` when every failing output is a number exactly ``k`` times the right one (the same
-    ``k`` on every failing case), else None: a ratio (an intensity) or a product (a crossover
-    length, 6 * d // 4 for 8 * d // 4) off by a factor is mended by a change of any one of its
-    factors, and where the repair makes it need not be where the slip is."""
+def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float | None:
+    """``k`` when every failing output is a number ``k`` times the right one (the same ``k`` on
+    every failing case), else None: a float ratio (an intensity) off by a factor is mended by a
+    change of its numerator or of its denominator, and where the repair makes it need not be
+    where the slip is. An int count is said that way only when the ``repair`` changes a
+    divisor (``6 * d // 4`` mended as ``// 3`` where the 6 should be 8; ``k`` found up to the
+    rounding of ``//``): elsewhere a count's repair says where it is off."""
     ratios, pairs = set(), []
     for case, result in zip(cases, results):
         got = result.get("output") if result.get("status") == "ok" else None
@@ -305,14 +307,26 @@ def scalar_factor(cases, results, exercise) -> float | None:
             return None
         ratios.add(round(got / want, 9))
         pairs.append((got, want))
+    counts = bool(pairs) and all(isinstance(x, int) for pair in pairs for x in pair)
+    if counts and not (repair and _edits_a_divisor(repair)):
+        return None
     if len(ratios) == 1:
         return next(iter(ratios))
-    if pairs and all(isinstance(x, int) for pair in pairs for x in pair):
+    if counts:
         got, want = max(pairs, key=lambda pair: abs(pair[1]))  # ints: // rounds each case
         factor = got / want
         if all(abs(g - factor * w) <= 1 for g, w in pairs):
             return round(factor, 4)
     return None
+
+
+def _edits_a_divisor(repair: dict) -> bool:
+    """True when the repair's change starts right after a ``/`` or ``//``."""
+    old, new = str(repair.get("old", "")), str(repair.get("new", ""))
+    common = 0
+    while common < min(len(old), len(new)) and old[common] == new[common]:
+        common += 1
+    return old[:common].rstrip().endswith("/")
 
 
 def with_repair(verdict, repair: dict, factor: float | None = None):

@@ -259,6 +259,18 @@ def crossover_without_the_output_projection(d_model):
     return 6 * d_model // 4
 
 
+def crossover_solved_upside_down(d_model):
+    return d_model // 2
+
+
+def test_a_count_repaired_away_from_a_divisor_is_said_as_the_one_change():
+    """A count's repair says where it is off unless it changes a divisor: d_model // 2 mended
+    as d_model * 2 is not hedged, although the result is a constant factor off."""
+    repair, verdict = repaired("crossover_seq_len", crossover_solved_upside_down)
+    assert repair is not None
+    assert verdict.diagnosis.startswith("crossover_seq_len: one change makes every case right")
+
+
 def test_a_count_a_constant_factor_off_up_to_rounding_is_said_as_one_place_of_several():
     """6 d // 4 for 8 d // 4: the divisor mends it as well as the 6 does (and // rounds each
     case its own way), so the repair is said as one factor that may be off."""
