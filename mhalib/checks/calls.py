@@ -4,6 +4,7 @@ limit, the output encoded for the record, and the learner's exception as the cas
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import traceback
 from contextlib import contextmanager, nullcontext
@@ -56,6 +57,40 @@ def time_limit(seconds: float | None):
 def run_case(exercise, func, case, timeout: float | None, watching=nullcontext) -> dict:
     """Call ``func`` on one case: the record's entry (``status``, encoded ``output``,
     ``error``, ``meta``). The learner's exception is the result for the case."""
+    profile, modes = sys.getprofile(), _dispatch_depth()
+    try:
+        return _run_case(exercise, func, case, timeout, watching)
+    finally:
+        _heal(profile, modes)
+
+
+def _heal(profile, modes: int | None) -> None:
+    """Undo what the time limit's alarm leaves behind when it interrupts a watch's cleanup:
+    a profile hook still set, torch's exits still refused, a dispatch mode still pushed.
+    Each later call of the process (a learner's kernel, a grader's worker) would run under
+    them."""
+    from mhalib.checks.work import heal_torch_exits
+
+    if sys.getprofile() is not profile:
+        sys.setprofile(profile)
+    heal_torch_exits()
+    depth = _dispatch_depth()
+    if depth is not None and modes is not None and depth > modes:
+        from torch.utils._python_dispatch import _pop_mode
+
+        for _ in range(depth - modes):
+            _pop_mode()
+
+
+def _dispatch_depth() -> int | None:
+    torch = sys.modules.get("torch")
+    try:
+        return torch._C._len_torch_dispatch_stack() if torch is not None else None
+    except Exception:  # (an older torch without the call)
+        return None
+
+
+def _run_case(exercise, func, case, timeout: float | None, watching) -> dict:
     entry = {"status": "ok", "output": None, "error": None, "meta": {}}
     try:
         with watching(), time_limit(timeout):
