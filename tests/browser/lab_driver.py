@@ -243,14 +243,25 @@ def answer_choice(page, form, option_text: str) -> str:
 
 def _press_check(page, form, answer: str) -> str:
     """Press the form's button; wait for the feedback about ``answer`` (its ``data-answer``),
-    not one about an earlier value that the kernel may still have judged first."""
-    form.locator(".mhalib-quiz-check").click()
+    not one about an earlier value that the kernel may still have judged first. The field's
+    new value reaches the kernel apart from the click, and on a loaded machine the click can
+    arrive first and be judged on the old value: then the button is pressed again (three
+    presses, 30 s in all)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     note = form.locator(".mhalib-quiz-feedback [data-answer]")
-    page.wait_for_function(
-        "([el, answer]) => { const n = el.querySelector('[data-answer]');"
-        " return n && n.getAttribute('data-answer').includes(answer); }",
-        arg=[form.locator(".mhalib-quiz-feedback").element_handle(), answer.strip()],
-        timeout=30_000)
+    for attempt in range(3):
+        form.locator(".mhalib-quiz-check").click()
+        try:
+            page.wait_for_function(
+                "([el, answer]) => { const n = el.querySelector('[data-answer]');"
+                " return n && n.getAttribute('data-answer').includes(answer); }",
+                arg=[form.locator(".mhalib-quiz-feedback").element_handle(), answer.strip()],
+                timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     return note.inner_text()
 
 
