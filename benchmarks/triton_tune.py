@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+from triton_vs_sdpa import median_ms  # (benchmarks/ is on sys.path when run as a script)
 
 SHAPE = dict(batch=4, heads=16, seq_len=4096)
 GRID = [(bm, bn, w, s) for bm, bn, w, s in itertools.product(
@@ -37,22 +37,6 @@ def launch(q, k, v, causal: bool, config) -> torch.Tensor:
                     HEAD_DIM=q.shape[-1], BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
                     UPCAST_DOT=False, num_warps=warps, num_stages=stages)
     return out
-
-
-def median_ms(fns, repeats: int = 20) -> list[float]:
-    for fn in fns:
-        fn()
-    torch.cuda.synchronize()
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, out in zip(fns, times):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            out.append(start.elapsed_time(end))
-    return [statistics.median(t) for t in times]
 
 
 def _pair(q, k, v, causal: bool, config) -> list:
@@ -89,7 +73,7 @@ def main(argv=None) -> int:
                     out = launch(q, k, v, causal, config)
                     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                     errors.append((out.float() - ref.float()).abs().max().item())
-                    t_ours, t_sdpa = median_ms(_pair(q, k, v, causal, config))
+                    t_ours, t_sdpa = median_ms(_pair(q, k, v, causal, config), repeats=20)
                     ratios.append(t_sdpa / t_ours)
             except Exception as error:  # out of resources: not a candidate
                 rows.append((-1.0, config, f"does not run: {type(error).__name__}"))

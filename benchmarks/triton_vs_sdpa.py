@@ -35,22 +35,23 @@ def sdpa(q, k, v, causal: bool):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=groups)
 
 
-def timed_pair(first, second, repeats: int, warmup: int) -> tuple[float, float]:
-    """Median milliseconds of ``first()`` and ``second()``, called alternately."""
+def median_ms(fns, repeats: int, warmup: int = 1) -> list[float]:
+    """Median milliseconds of each call in ``fns`` (CUDA events), the calls interleaved one
+    by one after ``warmup`` rounds, so that clocks and other load hit them alike."""
     for _ in range(warmup):
-        first()
-        second()
+        for fn in fns:
+            fn()
     torch.cuda.synchronize()
-    times = ([], [])
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        for fn, out in ((first, times[0]), (second, times[1])):
+        for fn, out in zip(fns, times):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
             end.record()
             torch.cuda.synchronize()
             out.append(start.elapsed_time(end))
-    return statistics.median(times[0]), statistics.median(times[1])
+    return [statistics.median(t) for t in times]
 
 
 def sdpa_backend(q, k, v, causal: bool) -> str:
@@ -72,8 +73,8 @@ def row(batch, heads, kv_heads, seq_len, head_dim, dtype, causal, repeats, warmu
     ours = triton_flash_attention(q, k, v, causal=causal)
     theirs = sdpa(q, k, v, causal)
     error = (ours.float() - theirs.float()).abs().max().item()
-    t_triton, t_sdpa = timed_pair(lambda: triton_flash_attention(q, k, v, causal=causal),
-                                  lambda: sdpa(q, k, v, causal), repeats, warmup)
+    t_triton, t_sdpa = median_ms([lambda: triton_flash_attention(q, k, v, causal=causal),
+                                  lambda: sdpa(q, k, v, causal)], repeats, warmup)
     flops = forward_flops(batch, heads, seq_len, seq_len, head_dim, causal)
     return {"shape": f"B={batch} H={heads} G={kv_heads} N={seq_len} d={head_dim}",
             "dtype": str(dtype).replace("torch.", ""), "causal": causal,

@@ -14,7 +14,7 @@ from mhalib.checks.exercise import expected_of
 
 def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | None:
     """``(flag, message)`` for a wrong recorded output, or None."""
-    expected = _expected(exercise, case)
+    expected = expected_of(exercise, case)
     path, e, r = _first_difference(expected, received, "the output")
     if isinstance(e, dict) and isinstance(r, dict):
         missing, extra = sorted(set(e) - set(r)), sorted(set(r) - set(e))
@@ -34,10 +34,6 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     e, r = e.astype(np.float64), r.astype(np.float64)
     return (_nan(case, e, r, path) or _triangle(e, r, path) or _diagonal_only(e, r, path)
             or _factor(e, r, path, named) or _placement(e, r, path, named))
-
-
-def _expected(exercise, case):
-    return expected_of(exercise, case)
 
 
 def _first_difference(expected, received, path):

@@ -97,7 +97,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     also = _named_mistakes(mistakes, refusal_votes, refused) if tied else []
     if not tied and refused == len(failures):
         tied = _named_mistakes(mistakes, refusal_votes, refused)
-    searched = None if _late(until) else search_beats_models(
+    searched = None if clock.past() else search_beats_models(
         exercise, cases, results, failures, mistake_votes - refusal_votes)
     if searched is not None:
         tied, also = [], []
@@ -127,11 +127,6 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
 
 
-def _late(until: float | None) -> bool:
-    """True once the visible suite's time for the judge (``until``) has passed."""
-    return until is not None and time.perf_counter() > until
-
-
 def _visible_judge_s() -> float:
     try:
         return min(10.0, max(0.0, float(os.environ.get(VISIBLE_JUDGE_VARIABLE,
@@ -149,6 +144,10 @@ class _Clock:
 
     def late(self) -> bool:
         return self.until is not None and time.perf_counter() + self.slowest > self.until
+
+    def past(self) -> bool:
+        """True once the time itself has passed."""
+        return self.until is not None and time.perf_counter() > self.until
 
     def timed(self, detect, *args) -> bool:
         started = time.perf_counter()
