@@ -26,6 +26,30 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_variable, "1")
 
 
+def _stored_models_apart(config):
+    """Lesson 08's trained model is stored in a folder of this run's own (mhalib.induction.
+    stored), made by the controlling process before the xdist workers start, so the workers and
+    every kernel, nbgrader run and sandbox they start inherit it: the first notebook that runs
+    lesson 08 trains, the others load (the suite ran that training four times), and nothing is
+    written to the home folder or kept from an earlier run."""
+    if hasattr(config, "workerinput") or os.environ.get("MHALIB_CACHE_DIR"):
+        return
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="mhalib-test-cache-")
+    os.environ["MHALIB_CACHE_DIR"] = folder
+    config._mhalib_cache_dir = folder
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_mhalib_cache_dir", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("MHALIB_CACHE_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def playwright_driver():
     """One Playwright per test process, shared by every browser test (tests/browser and
@@ -99,6 +123,7 @@ def _loadgroup(config) -> bool:
 # come next, ahead of the quick ones: a 100 s test handed out last kept one worker busy alone
 # at the end of the run while the other had finished. Only the order changes, never what runs.
 def pytest_configure(config):
+    _stored_models_apart(config)
     if _loadgroup(config) and hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False  # the controller takes the order below as is
 

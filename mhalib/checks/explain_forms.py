@@ -196,8 +196,9 @@ def _nan(case, e, r, path):
         bad_rows = np.any(bad, axis=-1)
         if rows.any() and np.array_equal(bad_rows, rows & bad_rows) and bad_rows.any():
             return ("form:nan_empty_rows", f"{path} is NaN exactly on the rows that should be "
-                    "zeros (a query with no allowed key: 0 / 0); the contract wants a zero row "
-                    "there, so guard the division (or replace those rows) in this output too.")
+                    "zeros (a query with no allowed key: -inf - (-inf) where the maximum of "
+                    "its scores is -inf, or 0 / 0 in the division); the contract wants a zero "
+                    "row there, so guard those rows in this output too.")
     arrays = [a for a in list(case.args) + list(case.kwargs.values())
               if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size]
     finite = [np.abs(a[np.isfinite(a)]) for a in arrays]

@@ -207,9 +207,10 @@ def _weights(rng, d_model: int, dtype=np.float64) -> list[np.ndarray]:
 
 
 def _mha_case(rng, label, batch, n, d_model, heads, dtype=np.float64, spread=1.0,
-              degenerate=False) -> Case:
+              degenerate=False, must_raise="") -> Case:
     x = _activations(rng, batch, n, d_model, dtype) * spread
-    return Case(label, (x, *_weights(rng, d_model, dtype), heads), degenerate=degenerate)
+    return Case(label, (x, *_weights(rng, d_model, dtype), heads), degenerate=degenerate,
+                must_raise=must_raise)
 
 
 def _reference_mha(x, w_q, w_k, w_v, w_o, num_heads):
@@ -276,6 +277,9 @@ class MultiHeadAttention(Exercise):
             _mha_case(rng, "large activations", 1, 6, 8, 2, spread=30.0),
             # as many tokens as a head is wide: the weights can be read back from the output
             _mha_case(rng, "B=1, N=4, d_model=16, 2 heads", 1, 4, 16, 2),
+            # the contract's rule for bad arguments: a width that the heads do not divide
+            _mha_case(rng, "d_model=10 over 4 heads must raise ValueError", 1, 3, 10, 4,
+                      must_raise="d_model=10 is not divisible by num_heads=4"),
         ]
 
     def mistakes(self):
@@ -371,6 +375,10 @@ class MultiHeadAttention(Exercise):
             Symptom("returns_weights_too", "the function returned a tuple whose first element is "
                     "the right output: return only the output (B, N, d_model), not the weights "
                     "with it.", lambda c, received, meta: self._first_is_right(c, received)),
+            *refusal_mistakes(
+                "d_model is not divisible by num_heads",
+                'if d_model % num_heads: raise ValueError(f"d_model={d_model} is not divisible '
+                'by num_heads={num_heads}")'),
         ]
 
     def _first_is_right(self, case, received) -> bool:

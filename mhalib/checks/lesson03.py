@@ -136,6 +136,13 @@ class DotProductVariance(Exercise):
             WrongAnswer("uniform_draws", "the value matches uniform draws (rng.random): q and k "
                         "must be standard normal (rng.standard_normal).",
                         lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),
+            Symptom("summed_over_samples", "the value is about n_samples (exactly 0 for d_k = "
+                    "1): the products q_i k_i were summed over the samples (axis 0), which "
+                    "leaves d_k sums of n_samples products each, and the variance was taken of "
+                    "those few numbers. Sum over the features (axis 1 or -1) to get one q . k "
+                    "per sample, then take the variance of the n_samples dot products.",
+                    lambda c, received, meta: _of_feature_sums(c, _as_number(
+                        _first_value(c, received)))),
             Symptom("exact_value", "the function returns d_k itself; the exercise is to measure "
                     "the variance by sampling q and k, and see how close it comes.",
                     lambda c, received, meta: _is_exact(_as_number(_first_value(c, received)),
@@ -144,6 +151,22 @@ class DotProductVariance(Exercise):
                     "the generator with np.random.default_rng(seed) inside the function.",
                     lambda c, received, meta: c.label == SEED_CASE and _seed_ignored(received)),
         ]
+
+
+def _of_feature_sums(case: Case, value) -> bool:
+    """True when ``value`` is the variance of d_k sums over the samples: 0 for d_k = 1, else
+    d_k * value / n_samples within the 0.01% and 99.99% points of a chi-square with d_k - 1
+    degrees of freedom (np.var of d_k sums that each have variance n_samples; the
+    Wilson-Hilferty approximation of its quantiles)."""
+    if value is None:
+        return False
+    d_k, n = _d_k(case), _n_samples(case)
+    if d_k == 1:
+        return value == 0
+    dof, z = d_k - 1, 3.72
+    low, high = (dof * max(0.0, 1 - 2 / (9 * dof) + sign * z * np.sqrt(2 / (9 * dof))) ** 3
+                 for sign in (-1, 1))
+    return max(low, 1e-4 * dof) <= d_k * value / n <= high
 
 
 def _first_value(case: Case, received):

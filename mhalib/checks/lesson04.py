@@ -341,9 +341,11 @@ class MaskedAttention(Exercise):
             return compute
 
         return [
-            WrongAnswer("nan_on_empty_rows", "a row with no allowed key came out as NaN (every "
-                        "score is -inf, so the softmax divides 0 by 0): give such rows zero "
-                        "weights and a zero output.",
+            WrongAnswer("nan_on_empty_rows", "a row with no allowed key came out as NaN: every "
+                        "score there is -inf, so its maximum is -inf too and s - max is -inf - "
+                        "(-inf) = NaN (a guard that looks for NaN or 0 misses a -inf maximum), "
+                        "or the shift is guarded and the sum of the exponentials is 0 (0 / 0). "
+                        "Give such rows zero weights and a zero output.",
                         lambda c: _with_rows(*c.args, fill="nan")),
             WrongAnswers("finite_fill_on_empty_rows", "a row with no allowed key still gets "
                          "weights: with a finite fill (-1e9, set or added) its softmax runs over "

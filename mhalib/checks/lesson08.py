@@ -62,6 +62,23 @@ def _score(weights, offset, first_query, divide_by=None, wrap=False):
     return values.sum(axis=-1) / (divide_by or max(1, len(queries)))
 
 
+def _argmax_share(weights, offset, first_query):
+    """The share of queries i >= first_query whose largest weight is on key i + offset."""
+    heads, n, _ = weights.shape
+    queries = np.arange(first_query, n)
+    keys = queries + offset
+    keep = (keys >= 0) & (keys < n)
+    queries, keys = queries[keep], keys[keep]
+    hits = weights[:, queries].argmax(axis=-1) == keys  # (H, count)
+    return hits.sum(axis=-1) / max(1, len(queries))
+
+
+def _earlier_keys(weights):
+    """The mean over queries i >= 1 of all the weight on keys before i (below the diagonal)."""
+    below = np.tril(weights, k=-1).sum(axis=-1)  # (H, N)
+    return below[:, 1:].mean(axis=-1) if weights.shape[1] > 1 else below[:, :0].sum(-1)
+
+
 def _weights(case):
     args, _ = exact_inputs(case)
     return args[0].numpy()
@@ -133,6 +150,14 @@ class PreviousTokenScore(TorchExercise):
                         "query axes (torch.diagonal's default dim1=0, dim2=1): take it over the "
                         "query and key axes, torch.diagonal(weights, offset=-1, dim1=1, dim2=2).",
                         lambda c: _diagonal_default_axes(_weights(c), -1)),
+            WrongAnswer("argmax_share", "that is how often key i - 1 is the query's largest "
+                        "weight (a hit rate of the argmax): the score is the weight itself, "
+                        "weights[h, i, i - 1], averaged over the queries i >= 1.",
+                        lambda c: _argmax_share(_weights(c), -1, 1)),
+            WrongAnswer("all_earlier_keys", "that is the weight on every earlier key (all of "
+                        "the row below the diagonal), not on key i - 1 alone: take the one entry "
+                        "weights[h, i, i - 1] of each query i >= 1.",
+                        lambda c: _earlier_keys(_weights(c))),
         ]
 
 
@@ -212,6 +237,10 @@ class InductionScore(TorchExercise):
             WrongAnswer("not_averaged", "that is one weight per query (H, period), an "
                         "intermediate: average over the queries to get one score per head, "
                         "shape (H,).", lambda c: _induction_entries(_weights(c), period(c))),
+            WrongAnswer("argmax_share", "that is how often key i - period + 1 is the query's "
+                        "largest weight (a hit rate of the argmax): the score is the weight "
+                        "itself, weights[h, i, i - period + 1], averaged over the queries i >= "
+                        "period.", lambda c: _argmax_share(_weights(c), 1 - period(c), period(c))),
             WrongAnswer("keepdim", "the result has shape (H, 1): average without keepdim, so "
                         "the scores have shape (H,).",
                         lambda c: _induction_entries(_weights(c), period(c)).mean(-1)[:, None]),

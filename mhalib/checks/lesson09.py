@@ -342,9 +342,11 @@ class ApplyRope(_RopeExercise):
                     "radians keeps no digits after the point. Compute positions, frequencies, "
                     "angles, cos and sin in float32 (or float64), rotate, then cast the result "
                     "to x.dtype.", self._low_precision_angles),
-            Symptom("dtype_changed", "the values are right but the dtype is not x's: the angles "
-                    "(float32) promoted the result. Compute in float32 if you like, then return "
-                    "y.to(x.dtype); attention downstream needs q, k and v in one dtype.",
+            Symptom("dtype_changed", "the values are right but the dtype is not x's: a cast "
+                    "in the computation (x.float() or x.double(), a dtype= given to a tensor "
+                    "made from it, or float32 angles that promote a half-precision x) was never "
+                    "undone. Compute in float32 if you like, then return y.to(x.dtype); "
+                    "attention downstream needs q, k and v in one dtype.",
                     _returns_other_dtype),
             WrongAnswer("adjacent_pairs", "features were paired as neighbours (0, 1), (2, 3), ... "
                         "(the interleaved layout of the original RoFormer and Meta's Llama code). "

@@ -120,6 +120,10 @@ class SoftmaxBackward(GradientExercise):
             WrongAnswer("arguments_swapped", "weights and grad_weights were used the other way "
                         "round: the first argument is the softmax's output p, the second the "
                         "upstream gradient g.", model(swapped=True)),
+            WrongAnswer("log_softmax_backward", "that is g - p * rowsum(g), the backward of "
+                        "log_softmax (its Jacobian is I - 1 p^T): the softmax's Jacobian is "
+                        "diag(p) - p p^T, so grad_scores = p * (g - rowsum(g * p)).",
+                        model(log_softmax=True)),
         ]
 
 

@@ -53,6 +53,7 @@ HINT = "_mhalib_hint"  # an attribute of a new node: what the edit means, said a
 ADDED = "_mhalib_added"  # an attribute of a new node that puts back what a slip left out
 _REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
+_XOR = "`^` is XOR in Python: the power is `**`, which binds tighter than `*`"
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
 
 
@@ -86,11 +87,14 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                     alternatives.append(ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()),
                                                       ast.Add(), node.value))
                 alternatives += _written_at_the_offset(node, offsets.get(id(node)))
+                alternatives += _rounded_up(node)
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
                      if not _switches_an_option(node, a, options, module_globals)
                      and not _hollow(node, a)),
-                    key=lambda a: (hasattr(a, ADDED), _size(a)))  # the simplest first
+                    key=lambda a: (hasattr(a, ADDED), not hasattr(a, ROUNDED_UP), _size(a)))
+                # (the simplest first; a count rounded up before its divisor left out, which
+                # can mend a count by making it too large for a slice that clamps it)
             if alternatives:
                 found[id(node)] = alternatives
             if repairing and _own_call(node, module_globals):  # (not the options it passes)
@@ -119,6 +123,21 @@ def _loop_offsets(tree: ast.FunctionDef) -> dict[int, str]:
                         isinstance(statement.targets[0], ast.Subscript):
                     found[id(statement)] = loop.target.id  # (inner loops are walked later)
     return found
+
+
+ROUNDED_UP = "_mhalib_rounded_up"
+_ROUNDED = "rounded up: pieces of size b that hold a items number (a + b - 1) // b, not a // b"
+
+
+def _rounded_up(node) -> list[ast.AST]:
+    """``(a + b - 1) // b`` for ``a // b``: a count of pages (blocks, chunks) rounded down."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)):
+        return []
+    numerator = ast.BinOp(ast.BinOp(node.left, ast.Add(), node.right), ast.Sub(),
+                          ast.Constant(1))
+    new = _hinted(ast.BinOp(numerator, ast.FloorDiv(), node.right), _ROUNDED)
+    setattr(new, ROUNDED_UP, True)
+    return [new]
 
 
 def _written_at_the_offset(node, offset: str | None):
@@ -249,6 +268,8 @@ def computing_statements(tree: ast.FunctionDef):
 def kind_of(node: ast.AST, new: ast.AST) -> tuple | None:
     """What kind of edit ``node -> new`` is, when the same slip could be made in several
     places at once: an operator, a constant, a variable or a keyword changed the same way."""
+    if getattr(new, POWER_FOR_XOR, False):  # (apart from the plain operator change: one of
+        return ("power_for_xor",)  # the two in each place, not both)
     if isinstance(node, ast.BinOp) and isinstance(new, ast.BinOp) and node.left is new.left:
         return ("operator", type(node.op).__name__, type(new.op).__name__)
     if isinstance(node, ast.Constant) and isinstance(new, ast.Constant):
@@ -630,6 +651,9 @@ def _put_back(node):
         yield ast.BinOp(ast.Attribute(node.left, "mT", ast.Load()), node.op, node.right)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
         yield ast.BinOp(node.left, ast.Pow(), node.right)  # ^ is XOR in Python, ** the power
+        read = _power_for_xor(node)  # ... and binds tighter: 6 * n * d ^ 2 is (6 * n * d) ^ 2
+        if read is not None:
+            yield read
     elif isinstance(node, ast.BoolOp):
         other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
         yield ast.BoolOp(other, node.values)
@@ -651,17 +675,7 @@ def _regroupings(node: ast.BinOp):
     or with one pair put around a run of its operands (``layers * (rank + rope) * n`` for
     ``layers * rank + rope * n``, ``(4 * d) ** 2`` for ``4 * d ** 2``). The operands
     (anything but an operator) stay the original nodes."""
-    operands: list[ast.AST] = []
-
-    def masked(tree):
-        if isinstance(tree, ast.BinOp):
-            return ast.BinOp(masked(tree.left), tree.op, masked(tree.right))
-        if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, (ast.USub, ast.UAdd)):
-            return ast.UnaryOp(tree.op, masked(tree.operand))
-        operands.append(tree)
-        return ast.Name(f"_operand_{len(operands) - 1}", ast.Load())
-
-    text = ast.unparse(masked(node))
+    text, operands = _masked(node)
     if not 2 <= len(operands) <= MAX_OPERANDS:
         return
     seen = {ast.dump(ast.parse(text, mode="eval").body)}
@@ -672,7 +686,56 @@ def _regroupings(node: ast.BinOp):
             continue
         if ast.dump(parsed) not in seen and not _same_value_regrouping(parsed, text):
             seen.add(ast.dump(parsed))
-            yield _hinted(_unmasked(parsed, operands), _REGROUPED)
+            regrouped = _unmasked(parsed, operands)
+            if _number_pairs(regrouped) <= _number_pairs(node):
+                yield _hinted(regrouped, _REGROUPED)
+
+
+def _number_pairs(tree) -> int:
+    """How many operations of ``tree`` join two numbers: a regrouping that makes one (``n * n
+    + 1 // 2`` from ``n * (n + 1) // 2``, where ``1 // 2`` is 0) folds away terms the code wrote,
+    which is not a matter of parentheses."""
+    return sum(isinstance(n, ast.BinOp) and isinstance(n.left, ast.Constant)
+               and isinstance(n.right, ast.Constant) for n in ast.walk(tree))
+
+
+def _masked(node: ast.AST) -> tuple[str, list[ast.AST]]:
+    """``node``'s operators as text, each operand (anything but an operator) a placeholder
+    ``_operand_i``; the operands in order."""
+    operands: list[ast.AST] = []
+
+    def masked(tree):
+        if isinstance(tree, ast.BinOp):
+            return ast.BinOp(masked(tree.left), tree.op, masked(tree.right))
+        if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, (ast.USub, ast.UAdd)):
+            return ast.UnaryOp(tree.op, masked(tree.operand))
+        operands.append(tree)
+        return ast.Name(f"_operand_{len(operands) - 1}", ast.Load())
+
+    return ast.unparse(masked(node)), operands
+
+
+POWER_FOR_XOR = "_mhalib_power_for_xor"  # (marks the edit: the same slip in several places)
+
+
+def _power_for_xor(node: ast.BinOp) -> ast.AST | None:
+    """``node`` read again with ``**`` for every ``^``, as its text would be if the learner had
+    typed ``**`` (``6 * n * d ** 2`` for what Python reads as ``(6 * n * d) ^ 2``), or None
+    when that is only the operator changed (an edit tried already)."""
+    text, operands = _masked(node)
+    if len(operands) > MAX_OPERANDS:
+        return None
+    try:
+        parsed = ast.parse(text.replace("^", "**"), mode="eval").body
+    except SyntaxError:
+        return None
+    plain = ast.parse(text, mode="eval").body
+    plain.op = ast.Pow()
+    if ast.dump(parsed) == ast.dump(plain):
+        return None
+    read = _hinted(_unmasked(parsed, operands), _XOR)
+    setattr(read, POWER_FOR_XOR, True)
+    return read
 
 
 def _bracketed(text: str, count: int):

@@ -55,6 +55,27 @@ def _exponent_forms(d: int) -> list[tuple[np.ndarray, str]]:
     ]
 
 
+# an exponent a constant factor off, named: base ** x taken as exp(x * log(base)) with another
+# logarithm, or the other way round
+_LOG_FACTORS = {
+    round(1 / np.log(10), 3): " (1 / ln 10: a log10 where the natural log belongs, as in "
+                              "exp(-e * log10(base)); use math.log or torch.log)",
+    round(1 / np.log(2), 3): " (1 / ln 2: a log2 where the natural log belongs; use math.log "
+                             "or torch.log)",
+    round(np.log(10), 3): " (ln 10: a natural log where log10 was meant, or 10 ** x for "
+                          "exp(x))",
+}
+
+
+def _constant_factor(got: np.ndarray, right: np.ndarray) -> float | None:
+    """``k`` when ``got`` is ``k * right`` on every pair but the first (whose exponent is 0)."""
+    if len(right) < 3 or not np.allclose(got[0], 0, atol=2e-4):
+        return None
+    ratios = got[1:] / right[1:]
+    k = float(ratios.mean())
+    return k if k > 0 and not np.isclose(k, 1) and np.allclose(ratios, k, rtol=1e-3) else None
+
+
 def _name_exponents(exponents: np.ndarray, d: int) -> tuple[str, str] | None:
     for form, sentence in _exponent_forms(d):
         if np.allclose(exponents, form, atol=2e-4):
@@ -62,6 +83,12 @@ def _name_exponents(exponents: np.ndarray, d: int) -> tuple[str, str] | None:
                                                f"read back from your output, {sentence}"))
     shown = ", ".join(f"{e:.3g}" for e in exponents[:4])
     right = ", ".join(f"{e:.3g}" for e in (2 * np.arange(d // 2) / d)[:4])
+    factor = _constant_factor(exponents, 2 * np.arange(d // 2) / d)
+    if factor is not None:
+        return ("readback:rope_exponent",
+                f"read back from your output, pair i turns by base ** (-e_i) per position with "
+                f"e = {shown}, ...: {factor:.4g} times the contract's e_i = 2 i / head_dim = "
+                f"{right}, ...{_LOG_FACTORS.get(round(factor, 3), '')}")
     return ("readback:rope_exponent",
             f"read back from your output, pair i turns by base ** (-e_i) per position with "
             f"e = {shown}, ... where the contract has e_i = 2 i / head_dim = {right}, ...")

@@ -20,6 +20,7 @@ and with what the learner's code prints swallowed; the record carries what was f
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import time
@@ -40,7 +41,8 @@ QUICK_BELOW_S, QUICK_MAX_CHARS = 0.5, 800
 TRY_LIMIT_FACTOR = 5  # a try's call may take this many times the slowest call of the code as is
 MAX_FRAGMENT = 120  # characters of a fragment a record may carry
 LEAST_SAID = 12  # characters of the learner's code shown around an edit, where the line has them
-SAID_HINTS = ("grouped otherwise", "keeps the reduced axis")  # hints true of a repair too
+# hints true of a repair too (said after it)
+SAID_HINTS = ("grouped otherwise", "keeps the reduced axis", "is XOR", "rounded up")
 _LIBRARIES = ("mhalib", "numpy", "torch", "scipy", "math", "builtins", "einops", "triton")
 
 
@@ -213,16 +215,18 @@ def _described(schema, mutant) -> dict:
     first = getattr(getattr(original, "__code__", None), "co_firstlineno", 1)
     hints = [getattr(e, HINT, "") for _, e in mutant.edits]
     lines = sorted({first + getattr(n, "lineno", 1) - 1 for n, _ in mutant.edits})
+    said = 2 * MAX_FRAGMENT if several else MAX_FRAGMENT  # (room for every place's pair)
     return {"function": mutant.where, "line": lines[0], "lines": lines[:8],
-            "old": old_text[:MAX_FRAGMENT], "new": new_text[:MAX_FRAGMENT],
+            "old": old_text[:said], "new": new_text[:said],
             "places": len(mutant.edits),
             "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), "")}
 
 
 def _whole_statement(mutant) -> tuple[str, str]:
     """Several different edits: each place's fragments, joined (``a`` -> ``b``; ``c`` -> ``d``
-    reads as two fragments each side)."""
-    pairs = [mutant.said(n, e) for n, e in mutant.edits[:3]]
+    reads as two fragments each side). Every place is said, as many as the lines listed: a
+    place left out of the text would leave its slip in the code."""
+    pairs = [mutant.said(n, e) for n, e in mutant.edits[:8]]
     return "; ".join(old for old, _ in pairs), "; ".join(new for _, new in pairs)
 
 
@@ -280,7 +284,8 @@ def _change(repair: dict) -> str:
     where = (f"line {lines[0]}" if len(lines) == 1 else
              "lines " + ", ".join(str(n) for n in lines[:-1]) + f" and {lines[-1]}")
     where += f" (in {repair['function']})" if repair["function"] else ""
-    each = " in each place" if repair["places"] > 1 else ""
+    each = "" if repair["places"] < 2 else (
+        " (one per place, in order)" if "; " in repair["old"] else " in each place")
     hint = f": {repair['hint']}" if repair["hint"] else ""
     return f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}{hint}"
 
@@ -321,12 +326,20 @@ def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float
 
 
 def _edits_a_divisor(repair: dict) -> bool:
-    """True when the repair's change starts right after a ``/`` or ``//``."""
+    """True when the repair's change starts inside the right operand of a ``/`` or ``//``
+    (``/ 4``, ``/ (4 * d)``, ``// (d * 4)``)."""
     old, new = str(repair.get("old", "")), str(repair.get("new", ""))
     common = 0
     while common < min(len(old), len(new)) and old[common] == new[common]:
         common += 1
-    return old[:common].rstrip().endswith("/")
+    try:
+        tree = ast.parse(old)
+    except SyntaxError:  # a fragment that is not code of its own: read the text before it
+        return old[:common].rstrip().rstrip("(").rstrip().endswith("/")
+    return any(isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv))
+               and node.right.lineno == node.right.end_lineno == 1
+               and node.right.col_offset <= common < node.right.end_col_offset
+               for node in ast.walk(tree))
 
 
 def with_repair(verdict, repair: dict, factor: float | None = None):

@@ -48,9 +48,14 @@ def search_changes(exercise, changes: list[Change], recorded, cap: int = MAX_CHA
     ``passing`` cases (those the learner got right), or None."""
     from mhalib.checks.mutants import stays_right_on_all
 
+    # a change is named only with more than max(beat, half the cases) votes: one that can no
+    # longer get there is not evaluated on the cases left (the result is the same, sooner)
+    needed = max(beat, len(recorded) // 2) + 1
     votes: dict[str, int] = {}
     for change in changes[:cap]:
-        for case, result in recorded:
+        for index, (case, result) in enumerate(recorded):
+            if votes.get(change.name, 0) + len(recorded) - index < needed:
+                break
             if exercise.reproduces(case, change.compute, result.get("output")):
                 votes[change.name] = votes.get(change.name, 0) + 1
     computes = {change.name: change.compute for change in changes[:cap]}
@@ -78,8 +83,8 @@ def search_beats_models(exercise, cases, results, failures, votes) -> tuple[str,
     recorded = [(case, result) for case, result in zip(cases, results)
                 if case.label in failing and result.get("status") == "ok"
                 and not getattr(case, "must_raise", "")][:MAX_SEARCH_CASES]
-    if space is None or not recorded:
-        return None
+    if space is None or not recorded or max(votes.values(), default=0) >= len(recorded):
+        return None  # (a model that reproduces every case searched cannot be beaten)
     try:
         changes = space(recorded[0][0])[:getattr(exercise, "search_cap", MAX_CHANGES)]
         from mhalib.checks.mutants import passing_cases

@@ -185,11 +185,17 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
             "if the weights were multiplied (or divided) after the softmax, or the heads' "
             "outputs averaged where they add up, or the output scaled at the end; scale the "
             "scores before the softmax and leave the weights, and the heads' sum, as they are")
+    # weight on a key whose value is zero leaves nothing in the output: read back, the rows
+    # then sum to less than 1 although the softmax itself is right
+    unseen = (", or a mask zeroed some weights after the softmax (mask the scores before it), "
+              "or some of the weight went to keys that should not be there whose values are "
+              "zero and leave nothing in the output (cache slots not written yet, padding)"
+              if sums.max() <= 1 + 1e-4 else "")
     return "weights:not_normalised", (
         f"read back from your output, the rows of weights sum to values between "
         f"{sums.min():.3g} and {sums.max():.3g}, not 1: the division by the sum of the "
         "exponentials is missing or uses the wrong sum (another row's, a partial one, or one "
-        "that was not rescaled when the running maximum changed)")
+        f"that was not rescaled when the running maximum changed){unseen}")
 
 
 def _factor_name(value: float, names: dict[str, int]) -> str:

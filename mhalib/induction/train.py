@@ -114,7 +114,18 @@ _TRAINED: dict = {}  # TrainConfig -> (model, history), for trained_model
 def trained_model(config: TrainConfig = TrainConfig(), progress: bool = True):
     """``train(config)``, once per config in this process: later calls return the same
     ``(model, history)`` at once. Lets every notebook cell ask for the trained model itself
-    (in any order) while the training runs only once. Do not modify the returned model."""
+    (in any order) while the training runs only once. A model trained before on this machine
+    with the same config and code is loaded from disk instead (:mod:`mhalib.induction.stored`;
+    ``MHALIB_CACHE_DIR=off`` trains every time). Do not modify the returned model."""
+    from mhalib.induction import stored
+
     if config not in _TRAINED:
-        _TRAINED[config] = train(config, progress=progress)
+        found = stored.load(config, build_model)
+        if found is None:
+            found = train(config, progress=progress)
+            stored.store(config, *found)
+        elif progress:
+            print(f"training: loaded the model this machine trained before with the same "
+                  f"settings ({stored.stored_path(config)}; delete it to train again)")
+        _TRAINED[config] = found
     return _TRAINED[config]

@@ -29,16 +29,20 @@ def _guarded_softmax(scores, dim=-1):
 
 
 def softmax_backward_variant(weights, grad_weights, *, row="weighted", axis=-1, sign=1,
-                             diagonal_only=False, swapped=False, keepdim=True):
+                             diagonal_only=False, swapped=False, keepdim=True,
+                             log_softmax=False):
     """grad_scores = p * (g - rowsum(g * p)), with knobs.
 
     ``row``: "weighted" (right), "none" (the row term dropped), "unweighted" (rowsum(g)
     instead of rowsum(g * p)), "mean" (a mean instead of a sum); ``axis``: the axis the row
     term sums over; ``sign`` -1: p * (rowsum - g); ``diagonal_only``: g * p * (1 - p), the
     Jacobian's diagonal alone; ``swapped``: the two arguments exchanged; ``keepdim`` False:
-    the row term broadcast along the last axis (it lines up with the columns).
+    the row term broadcast along the last axis (it lines up with the columns);
+    ``log_softmax``: g - p * rowsum(g), the backward of log_softmax.
     """
     p, g = (grad_weights, weights) if swapped else (weights, grad_weights)
+    if log_softmax:
+        return g - p * g.sum(dim=axis, keepdim=True)
     if diagonal_only:
         return g * p * (1 - p)
     if row == "none":

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from mhalib.checks import CheckFailed, check, get_exercise, judge_record
-from mhalib.checks.encoding import encode, to_plain
-from mhalib.checks.exercise import Case, WrongAnswer
+from mhalib.checks.encoding import decode, encode, to_plain
+from mhalib.checks.exercise import Case, Refusal, WrongAnswer
 from mhalib.checks.probe import probe
 
 SEEDS = (0, 1, 2)
@@ -30,15 +30,56 @@ def mistake_message(exercise: str, mistake: str) -> str:
     return next(m.message for m in get_exercise(exercise).mistakes() if m.name == mistake)
 
 
-def assert_named(exercise: str, func, mistake: str, seeds=SEEDS) -> None:
-    """``func`` fails every seed, flagged as ``mistake`` with that mistake's sentence."""
+def assert_named(exercise: str, func, mistake: str, seeds=SEEDS, strict: bool = False) -> None:
+    """``func`` fails every seed, flagged as ``mistake`` with that mistake's sentence; with
+    ``strict``, the strict rule (:func:`strict_name`) names it too, from the same record."""
     for seed in seeds:
-        verdict = verdict_of(exercise, func, seed)
+        record = probe(get_exercise(exercise), func, seed, "grading")
+        verdict = judge_record(exercise, record, seed, "grading")
         assert not verdict.passed, f"seed {seed}: a wrong answer passed"
         assert verdict.score < 1
         assert f"mistake:{mistake}" in verdict.flags, (
             f"seed {seed}: expected mistake:{mistake}, got {verdict.flags}: {verdict.diagnosis}")
         assert mistake_message(exercise, mistake) in verdict.diagnosis
+        if strict:
+            found = strict_name(exercise, record, seed)
+            assert found == mistake, f"seed {seed}: the strict rule names {found}"
+
+
+def strict_name(exercise_name: str, record: dict, seed: int, suite: str = "grading"):
+    """The mistake the strict rule names for ``record``: one whose model reproduces every
+    failing case with a recorded output (most votes first, then the checker's order); None if
+    there is none or no such case. A refusal gone wrong (a must_raise case) is voted apart, as
+    the judge does."""
+    exercise = get_exercise(exercise_name)
+    if record.get("status") != "ok":
+        return None
+    mistakes = exercise.mistakes()
+    candidates = None
+    refusals = None
+    for case, raw in zip(exercise.cases(seed, suite), record["cases"]):
+        if raw.get("status") != "ok":
+            continue
+        output, meta = decode(raw.get("output")), raw.get("meta") or {}
+        try:
+            problem = (exercise.refusal_problem(case, output) if case.must_raise
+                       else exercise.judge_case(case, output, meta))
+        except Exception:
+            problem = "could not compare"
+        if problem is None:
+            continue
+        refusing = bool(case.must_raise)
+        detected = {m.name for m in mistakes if isinstance(m, Refusal) == refusing
+                    and m.detect(exercise, case, output, meta)}
+        if refusing:
+            refusals = detected if refusals is None else refusals & detected
+        else:
+            candidates = detected if candidates is None else candidates & detected
+    if candidates is None:
+        candidates = refusals
+    if not candidates:
+        return None
+    return next(m.name for m in mistakes if m.name in candidates)
 
 
 def assert_accepted(exercise: str, func, seeds=SEEDS) -> None:

@@ -17,49 +17,13 @@ from collections import Counter
 import pytest
 
 from mhalib.checks import get_exercise, judge_record
-from mhalib.checks.encoding import decode
-from mhalib.checks.exercise import Refusal
 from mhalib.checks.probe import probe
 from tests.checks.heldout_catalogue import CATALOGUE
+from tests.checks.lesson_harness import strict_name
 
 SEEDS = (0, 1)
 LESSON_OF = {exercise: get_exercise(exercise).assignment[:2] for exercise in CATALOGUE}
 NAMED_SHARE = 0.9
-
-
-def strict_name(exercise_name: str, record: dict, seed: int, suite: str = "grading"):
-    """The mistake the strict rule names for ``record``: one whose model reproduces every
-    failing case with a recorded output (most votes first, then the checker's order); None if
-    there is none or no such case."""
-    exercise = get_exercise(exercise_name)
-    if record.get("status") != "ok":
-        return None
-    mistakes = exercise.mistakes()
-    candidates = None
-    refusals = None  # a refusal gone wrong is voted apart, as the judge does
-    for case, raw in zip(exercise.cases(seed, suite), record["cases"]):
-        if raw.get("status") != "ok":
-            continue
-        output, meta = decode(raw.get("output")), raw.get("meta") or {}
-        try:
-            problem = (exercise.refusal_problem(case, output) if case.must_raise
-                       else exercise.judge_case(case, output, meta))
-        except Exception:
-            problem = "could not compare"
-        if problem is None:
-            continue
-        refusing = bool(case.must_raise)
-        detected = {m.name for m in mistakes if isinstance(m, Refusal) == refusing
-                    and m.detect(exercise, case, output, meta)}
-        if refusing:
-            refusals = detected if refusals is None else refusals & detected
-        else:
-            candidates = detected if candidates is None else candidates & detected
-    if candidates is None:
-        candidates = refusals
-    if not candidates:
-        return None
-    return next(m.name for m in mistakes if m.name in candidates)
 
 
 def diagnose(exercise: str, func) -> list[dict]:
@@ -119,34 +83,6 @@ def test_most_realistic_slips_are_named(outcomes):
                if expected is None or any(r["strict"] != expected for r in results)]
     named, total = table["all"]
     assert named >= NAMED_SHARE * total, (report, unnamed)
-
-
-# -- the fixtures' mistakes are named under the strict rule too ---------------------------------
-FIXTURE_LESSONS = ("01", "02", "03", "04", "05", "06", "08")
-NOT_MINE = {"decode_with_cache"}  # judged by its work as well; tested in test_lesson06.py
-
-
-def _fixture_params() -> list:
-    import importlib
-
-    params = []
-    for lesson in FIXTURE_LESSONS:
-        answers = importlib.import_module(f"tests.checks.answers.lesson{lesson}")
-        for table in (answers.WRONG, getattr(answers, "ALSO_WRONG", {})):
-            for exercise, by_name in table.items():
-                if exercise in NOT_MINE:
-                    continue
-                params += [pytest.param(exercise, name, func,
-                                        id=f"{lesson}-{exercise}-{name}-{func.__name__}")
-                           for name, func in by_name.items()]
-    return params
-
-
-@pytest.mark.parametrize("exercise,mistake,func", _fixture_params())
-def test_fixture_mistake_is_named_under_the_strict_rule(exercise, mistake, func):
-    for result in diagnose(exercise, func):
-        assert not result["passed"]
-        assert result["strict"] == mistake, result
 
 
 # -- the symptoms added for these lessons ------------------------------------------------------

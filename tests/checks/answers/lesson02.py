@@ -277,7 +277,13 @@ def mha_composed(x, w_q, w_k, w_v, w_o, num_heads):
     return merge_transpose_reshape(heads) @ w_o
 
 
+def _check_heads(x, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
+
+
 def mha_head_loop(x, w_q, w_k, w_v, w_o, num_heads):
+    _check_heads(x, num_heads)
     d_head = x.shape[-1] // num_heads
     outputs = []
     for h in range(num_heads):
@@ -288,6 +294,7 @@ def mha_head_loop(x, w_q, w_k, w_v, w_o, num_heads):
 
 
 def mha_einsum(x, w_q, w_k, w_v, w_o, num_heads):
+    _check_heads(x, num_heads)
     B, N, D = x.shape
     q, k, v = (np.einsum("bnd,de->bne", x, w).reshape(B, N, num_heads, -1) for w in
                (w_q, w_k, w_v))
@@ -299,6 +306,7 @@ def mha_einsum(x, w_q, w_k, w_v, w_o, num_heads):
 
 
 def mha_torch_module(x, w_q, w_k, w_v, w_o, num_heads):
+    _check_heads(x, num_heads)  # (nn.MultiheadAttention refuses with an AssertionError)
     d_model = x.shape[-1]
     layer = torch.nn.MultiheadAttention(d_model, num_heads, bias=False, batch_first=True,
                                         dtype=torch.float64)
@@ -423,3 +431,38 @@ def split_asserted(x, num_heads):
 
 
 WRONG["split_heads"]["refusal_by_assert"] = split_asserted
+
+
+def mha_asserted(x, w_q, w_k, w_v, w_o, num_heads):
+    """The layer with an assert for the head count (round L's slip: an AssertionError)."""
+    assert x.shape[-1] % num_heads == 0, "num_heads must divide d_model"
+    return mha_head_loop(x, w_q, w_k, w_v, w_o, num_heads)
+
+
+def mha_heads_sliced_unchecked(x, w_q, w_k, w_v, w_o, num_heads):
+    """Head slices of d_model // num_heads features, no check: the last features are dropped
+    silently when num_heads does not divide d_model."""
+    d_head = x.shape[-1] // num_heads
+    heads = []
+    for h in range(num_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        heads.append(attention(x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols])[0])
+    return np.concatenate(heads, axis=-1) @ w_o[:num_heads * d_head]
+
+
+WRONG["multi_head_attention"]["refusal_by_assert"] = mha_asserted
+WRONG["multi_head_attention"]["no_argument_check"] = mha_heads_sliced_unchecked
+
+
+def mha_einsum_unchecked(x, w_q, w_k, w_v, w_o, num_heads):
+    """The einsum layer with no check: numpy's reshape error names neither number."""
+    B, N, D = x.shape
+    q, k, v = (np.einsum("bnd,de->bne", x, w).reshape(B, N, num_heads, D // num_heads)
+               for w in (w_q, w_k, w_v))
+    scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bkhd->bqhd", weights, v).reshape(B, N, D) @ w_o
+
+
+WRONG["multi_head_attention"]["refusal_without_values"] = mha_einsum_unchecked

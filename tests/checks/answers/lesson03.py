@@ -331,3 +331,14 @@ ANSWER_KEY = {
     "softmax_entropy": [entropy_from_reference],
     "softmax_jacobian": [jacobian_from_reference],
 }
+
+
+def variance_of_feature_sums(d_k, n_samples=100_000, seed=0):
+    """Sums the products over the samples (axis 0): the variance of d_k sums, about n_samples."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n_samples, d_k))
+    k = rng.standard_normal((n_samples, d_k))
+    return float(np.var((q * k).sum(axis=0)))
+
+
+WRONG["dot_product_variance"]["summed_over_samples"] = variance_of_feature_sums
