@@ -118,7 +118,7 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False,
         if found:
             return found
     forms = {id(case): _form(exercise, case, result) for case, result in recorded}
-    consistent = _same_factor_everywhere(forms.values())
+    consistent = _same_factor_everywhere([(case, forms[id(case)]) for case, _ in recorded])
     for case, result in failing:
         try:
             if result.get("status") == "error":
@@ -137,7 +137,7 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False,
     return None
 
 
-_FACTOR = re.compile(r"is (\S+) times the right")
+_FACTOR = re.compile(r"is (\S+(?: = \S+)*) times the right")
 
 
 def _form(exercise, case, result) -> tuple[str, str] | None:
@@ -150,15 +150,21 @@ def _form(exercise, case, result) -> tuple[str, str] | None:
 
 
 def _same_factor_everywhere(forms) -> bool:
-    """True when every failing case with an output is off by the same constant factor (a
-    factor read on one case alone can be a coincidence of its sizes, e.g. d_model = 1)."""
-    names = set()
-    for found in forms:
+    """True when every failing case with an output (``(case, form)`` pairs) is off by a constant
+    factor that one name fits on all of them (a factor read on one case alone can be a
+    coincidence of its sizes, e.g. d_model = 1; ``1/4 = 1/sqrt(d)`` on a case where d = 16 and
+    ``1/sqrt(d)`` on another share a name). A half-precision case, whose rounding can hide the
+    factor, may show none."""
+    shared = None
+    for case, found in forms:
         match = _FACTOR.search(found[1]) if found and found[0] == "form:factor" else None
         if match is None:
+            if "16" in str(getattr(case, "dtype", "")):
+                continue
             return False
-        names.add(match.group(1))
-    return len(names) == 1
+        names = set(match.group(1).split(" = "))
+        shared = names if shared is None else shared & names
+    return bool(shared)
 
 
 def _failed(case, failures) -> bool:

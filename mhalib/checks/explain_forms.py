@@ -31,9 +31,19 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
         return _shape(e.shape, r.shape, path, named)
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
         return None
+    noise = _rounding(case, r.dtype)
     e, r = e.astype(np.float64), r.astype(np.float64)
     return (_nan(case, e, r, path) or _triangle(e, r, path) or _diagonal_only(e, r, path)
-            or _factor(e, r, path, named) or _placement(e, r, path, named))
+            or _factor(e, r, path, named, noise) or _placement(e, r, path, named))
+
+
+def _rounding(case, dtype) -> float:
+    """The rounding a computation in the case's precision leaves, relative to the output's
+    largest value: a factor read from half-precision outputs is exact only to about 1e-3."""
+    precision = str(getattr(case, "dtype", "") or dtype)
+    if "16" in precision:
+        return 5e-3
+    return 1e-9 if "64" in precision else 1e-5
 
 
 def _first_difference(expected, received, path):
@@ -246,24 +256,27 @@ def _diagonal_only(e, r, path):
             "adding to it).")
 
 
-def _factor(e, r, path, named):
-    from mhalib.checks.explain_sizes import factor_name
-
+def _factor(e, r, path, named, noise: float = 1e-9):
     scale = max(1.0, float(np.max(np.abs(e), initial=0.0)))
-    mask = np.abs(e) > 1e-6 * scale
+    mask = np.abs(e) > max(1e-6, 10 * noise) * scale
     if mask.sum() < 2:
         return None
-    if not np.allclose(r[~mask], 0.0, rtol=0, atol=1e-6 * scale):
+    if not np.allclose(r[~mask], 0.0, rtol=0, atol=max(1e-6, 10 * noise) * scale):
         return None  # "every value is c times the right one" must hold where the right one is 0
     ratios = r[mask] / e[mask]
     ratio = float(np.median(ratios))
-    if not np.allclose(ratios, ratio, rtol=1e-3, atol=0) or np.isclose(ratio, 1.0):
+    # every value c times the right one, up to the rounding of the case's precision (a small
+    # value's ratio is loose in float32 and half precision; the values themselves are not)
+    if not np.allclose(r, ratio * e, rtol=1e-3, atol=noise * scale) or np.isclose(ratio, 1.0):
         return None
-    name = factor_name(ratio, named)
-    if name is None:
+    from mhalib.checks.explain_sizes import all_factor_names
+
+    names = all_factor_names(ratio, named)[:3]
+    if not names:
         return None
+    name, inverse = " = ".join(names), " = ".join(n.removeprefix("1/") for n in names)
     return ("form:factor", f"every value of {path} is {name} times the right one: a factor of "
-            f"{name.removeprefix('1/')} is {'missing' if abs(ratio) < 1 else 'one too many'} "
+            f"{inverse} is {'missing' if abs(ratio) < 1 else 'one too many'} "
             "(a scale, a count or a unit).")
 
 

@@ -34,9 +34,29 @@ def factor_name(ratio: float, named: dict[str, int], sizes_only: bool = False) -
         if size > 1:
             candidates.setdefault(name, float(size))
             candidates.setdefault(f"sqrt({name})", math.sqrt(size))
+    names = factor_names(ratio, candidates)
+    return names[0] if names else None
+
+
+def factor_names(ratio: float, candidates: dict[str, float]) -> list[str]:
+    """Every name in ``candidates`` (name -> value) that ``ratio`` is, or is one over."""
+    found = []
     for name, value in candidates.items():
         if math.isclose(ratio, value, rel_tol=1e-3):
-            return name
-        if math.isclose(ratio, 1 / value, rel_tol=1e-3):
-            return f"1/{name}"
-    return None
+            found.append(name)
+        elif math.isclose(ratio, 1 / value, rel_tol=1e-3):
+            found.append(f"1/{name}")
+    return found
+
+
+def all_factor_names(ratio: float, named: dict[str, int]) -> list[str]:
+    """:func:`factor_name`'s candidates that fit ``ratio``, all of them, constants first (``1/4``
+    and ``1/sqrt(d)`` where d = 16): a factor read on several cases is named by one they share."""
+    if not np.isfinite(ratio) or ratio <= 0:
+        return []
+    candidates = dict(CONSTANTS)
+    for name, size in named.items():
+        if size > 1:
+            candidates.setdefault(name, float(size))
+            candidates.setdefault(f"sqrt({name})", math.sqrt(size))
+    return factor_names(ratio, candidates)

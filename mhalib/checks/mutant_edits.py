@@ -53,6 +53,7 @@ HINT = "_mhalib_hint"  # an attribute of a new node: what the edit means, said a
 ADDED = "_mhalib_added"  # an attribute of a new node that puts back what a slip left out
 _REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
+_CLOSED = "the call's closing parenthesis belongs on the other side of the operator"
 _XOR = "`^` is XOR in Python: the power is `**`, which binds tighter than `*`"
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
 
@@ -88,6 +89,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                                                       ast.Add(), node.value))
                 alternatives += _written_at_the_offset(node, offsets.get(id(node)))
                 alternatives += _rounded_up(node)
+                alternatives += _call_closed_elsewhere(node)
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
                      if not _switches_an_option(node, a, options, module_globals)
@@ -123,6 +125,23 @@ def _loop_offsets(tree: ast.FunctionDef) -> dict[int, str]:
                         isinstance(statement.targets[0], ast.Subscript):
                     found[id(statement)] = loop.target.id  # (inner loops are walked later)
     return found
+
+
+def _call_closed_elsewhere(node) -> list[ast.AST]:
+    """A call's closing parenthesis moved across one operator: ``f(a) - b`` for ``f(a - b)``
+    (``np.diag(p - np.outer(p, p))``), and ``f(a - b)`` for ``f(a) - b``."""
+    def one_argument(call) -> bool:
+        return isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords \
+            and not isinstance(call.args[0], ast.Starred)
+
+    if one_argument(node) and isinstance(node.args[0], ast.BinOp):
+        inner = node.args[0]
+        return [_hinted(ast.BinOp(ast.Call(node.func, [inner.left], []), inner.op, inner.right),
+                        _CLOSED)]
+    if isinstance(node, ast.BinOp) and one_argument(node.left):
+        return [_hinted(ast.Call(node.left.func, [ast.BinOp(node.left.args[0], node.op,
+                                                            node.right)], []), _CLOSED)]
+    return []
 
 
 ROUNDED_UP = "_mhalib_rounded_up"

@@ -42,7 +42,8 @@ TRY_LIMIT_FACTOR = 5  # a try's call may take this many times the slowest call o
 MAX_FRAGMENT = 120  # characters of a fragment a record may carry
 LEAST_SAID = 12  # characters of the learner's code shown around an edit, where the line has them
 # hints true of a repair too (said after it)
-SAID_HINTS = ("grouped otherwise", "keeps the reduced axis", "is XOR", "rounded up")
+SAID_HINTS = ("grouped otherwise", "keeps the reduced axis", "is XOR", "rounded up",
+              "closing parenthesis")
 _LIBRARIES = ("mhalib", "numpy", "torch", "scipy", "math", "builtins", "einops", "triton")
 
 
