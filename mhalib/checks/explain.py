@@ -41,7 +41,7 @@ import numpy as np
 
 from mhalib.checks.case_inputs import sizes
 from mhalib.checks.explain_errors import explain_error
-from mhalib.checks.explain_forms import explain_form
+from mhalib.checks.explain_forms import explain_form, half_precision
 
 FLOAT_COUNT = "is the float"
 NUMPY_COUNT = "is a numpy scalar"
@@ -159,7 +159,7 @@ def _same_factor_everywhere(forms) -> bool:
     for case, found in forms:
         match = _FACTOR.search(found[1]) if found and found[0] == "form:factor" else None
         if match is None:
-            if "16" in str(getattr(case, "dtype", "")):
+            if half_precision(case):
                 continue
             return False
         names = set(match.group(1).split(" = "))

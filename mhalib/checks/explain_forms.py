@@ -40,10 +40,18 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
 def _rounding(case, dtype) -> float:
     """The rounding a computation in the case's precision leaves, relative to the output's
     largest value: a factor read from half-precision outputs is exact only to about 1e-3."""
-    precision = str(getattr(case, "dtype", "") or dtype)
-    if "16" in precision:
+    if half_precision(case, dtype):
         return 5e-3
-    return 1e-9 if "64" in precision else 1e-5
+    return 1e-9 if "64" in _precision(case, dtype) else 1e-5
+
+
+def half_precision(case, dtype=None) -> bool:
+    """True for a float16 or bfloat16 case (its ``dtype`` label, else ``dtype``)."""
+    return "16" in _precision(case, dtype)
+
+
+def _precision(case, dtype) -> str:
+    return str(getattr(case, "dtype", "") or dtype or "")
 
 
 def _first_difference(expected, received, path):

@@ -27,19 +27,20 @@ def factor_name(ratio: float, named: dict[str, int], sizes_only: bool = False) -
     """A constant factor in the case's words: 2, 1/2, d_head, sqrt(d_head), 1/sqrt(d_model),
     1024, bytes_per_element... (``sizes_only``: named by the case's sizes alone, as a scale
     is)."""
+    names = all_factor_names(ratio, named, sizes_only)
+    return names[0] if names else None
+
+
+def all_factor_names(ratio: float, named: dict[str, int], sizes_only: bool = False) -> list[str]:
+    """Every name :func:`factor_name` could give ``ratio``, constants first (``1/4`` and
+    ``1/sqrt(d)`` where d = 16): a factor read on several cases is named by one they share."""
     if not np.isfinite(ratio) or ratio <= 0:
-        return None
+        return []
     candidates = {} if sizes_only else dict(CONSTANTS)
     for name, size in named.items():
         if size > 1:
             candidates.setdefault(name, float(size))
             candidates.setdefault(f"sqrt({name})", math.sqrt(size))
-    names = factor_names(ratio, candidates)
-    return names[0] if names else None
-
-
-def factor_names(ratio: float, candidates: dict[str, float]) -> list[str]:
-    """Every name in ``candidates`` (name -> value) that ``ratio`` is, or is one over."""
     found = []
     for name, value in candidates.items():
         if math.isclose(ratio, value, rel_tol=1e-3):
@@ -47,16 +48,3 @@ def factor_names(ratio: float, candidates: dict[str, float]) -> list[str]:
         elif math.isclose(ratio, 1 / value, rel_tol=1e-3):
             found.append(f"1/{name}")
     return found
-
-
-def all_factor_names(ratio: float, named: dict[str, int]) -> list[str]:
-    """:func:`factor_name`'s candidates that fit ``ratio``, all of them, constants first (``1/4``
-    and ``1/sqrt(d)`` where d = 16): a factor read on several cases is named by one they share."""
-    if not np.isfinite(ratio) or ratio <= 0:
-        return []
-    candidates = dict(CONSTANTS)
-    for name, size in named.items():
-        if size > 1:
-            candidates.setdefault(name, float(size))
-            candidates.setdefault(f"sqrt({name})", math.sqrt(size))
-    return factor_names(ratio, candidates)

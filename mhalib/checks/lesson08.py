@@ -76,7 +76,7 @@ def _argmax_share(weights, offset, first_query):
 def _earlier_keys(weights):
     """The mean over queries i >= 1 of all the weight on keys before i (below the diagonal)."""
     below = np.tril(weights, k=-1).sum(axis=-1)  # (H, N)
-    return below[:, 1:].mean(axis=-1) if weights.shape[1] > 1 else below[:, :0].sum(-1)
+    return below[:, 1:].mean(axis=-1) if weights.shape[1] > 1 else np.zeros(weights.shape[0])
 
 
 def _weights(case):

@@ -385,13 +385,6 @@ PHYSICAL_LABEL = f"N = {PHYSICAL_N} tokens, d_model = 4, one head, chunks of 64,
 class ChunkedPrefill(MeasuredExercise):
     name = "chunked_prefill"
     axes = {"x": "B N d_model"}  # the case's sizes by name (diagnoses)
-
-    @staticmethod
-    def derived_sizes(found: dict[str, int]) -> dict[str, int]:
-        """The last chunk's queries, when it is short: a size a shape error may show (a mask
-        made for a whole chunk), which must not be read as another size that equals it."""
-        last = found["N"] % found["chunk_size"] if found.get("chunk_size") else 0
-        return {"N % chunk_size": last} if last else {}
     assignment = "11-serving"
     answer_key_names = ATTENTION_KEYS
     left_torch_problem = ("the tensors left torch while it ran (.numpy(), np.asarray, .tolist() "
@@ -400,6 +393,13 @@ class ChunkedPrefill(MeasuredExercise):
         PHYSICAL_LABEL, _physical_prefill, lambda case: case.args[0].shape,
         _physical_prefill_rows, memory_mb=PHYSICAL_MB, cpu_seconds=20.0,
         memory_mistake="builds_n_by_n", row_axis=1)
+
+    @staticmethod
+    def derived_sizes(found: dict[str, int]) -> dict[str, int]:
+        """The last chunk's queries, when it is short: a size a shape error may show (a mask
+        made for a whole chunk), which must not be read as another size that equals it."""
+        last = found["N"] % found["chunk_size"] if found.get("chunk_size") else 0
+        return {"N % chunk_size": last} if last else {}
 
     def visible_cases(self, rng):
         return [

@@ -71,8 +71,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     found: dict[int, list[ast.AST]] = {}
     roots = list(computing_statements(tree)) + (_guard_conditions(tree) if repairing else [])
     options = _options(tree, helper) if repairing else set()
-    looped = _assigned_in_loops(tree) if repairing else set()
-    offsets = _loop_offsets(tree) if repairing else {}
+    looped, offsets = _loop_assignments(tree) if repairing else (set(), {})
     parents = parents_of(tree)
     for statement in roots:
         pending = [statement]
@@ -106,25 +105,24 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     return found
 
 
-def _assigned_in_loops(tree: ast.FunctionDef) -> set[int]:
-    """``id``s of the plain ``name = ...`` statements inside a ``for`` loop's body."""
-    return {id(statement) for loop in ast.walk(tree) if isinstance(loop, ast.For)
-            for statement in ast.walk(loop) if statement is not loop
-            and isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)}
-
-
-def _loop_offsets(tree: ast.FunctionDef) -> dict[int, str]:
-    """``id`` of each ``x[...] = ...`` statement inside a ``for name in ...`` loop -> the
-    loop's variable (the innermost loop's)."""
-    found = {}
+def _loop_assignments(tree: ast.FunctionDef) -> tuple[set[int], dict[int, str]]:
+    """One walk of the function's ``for`` loops: the ``id``s of the plain ``name = ...``
+    statements inside a loop's body, and for each ``x[...] = ...`` statement inside a ``for name
+    in ...`` loop, that loop's variable (the innermost loop's)."""
+    assigned, offsets = set(), {}
     for loop in ast.walk(tree):
-        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
-            for statement in ast.walk(loop):
-                if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
-                        isinstance(statement.targets[0], ast.Subscript):
-                    found[id(statement)] = loop.target.id  # (inner loops are walked later)
-    return found
+        if not isinstance(loop, ast.For):
+            continue
+        for statement in ast.walk(loop):
+            if statement is loop or not isinstance(statement, ast.Assign) or \
+                    len(statement.targets) != 1:
+                continue
+            if isinstance(statement.targets[0], ast.Name):
+                assigned.add(id(statement))
+            elif isinstance(statement.targets[0], ast.Subscript) and \
+                    isinstance(loop.target, ast.Name):
+                offsets[id(statement)] = loop.target.id  # (inner loops are walked later)
+    return assigned, offsets
 
 
 def _call_closed_elsewhere(node) -> list[ast.AST]:

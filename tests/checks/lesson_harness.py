@@ -22,8 +22,13 @@ SEEDS = (0, 1, 2)
 
 def verdict_of(exercise: str, func, seed: int, suite: str = "grading"):
     """Probe ``func`` and judge the record, as the grader does (no printing)."""
+    return judged(exercise, func, seed, suite)[1]
+
+
+def judged(exercise: str, func, seed: int, suite: str = "grading"):
+    """``(record, verdict)``: the probe's record of ``func`` and the grader's verdict on it."""
     record = probe(get_exercise(exercise), func, seed, suite)
-    return judge_record(exercise, record, seed, suite)
+    return record, judge_record(exercise, record, seed, suite)
 
 
 def mistake_message(exercise: str, mistake: str) -> str:
@@ -34,8 +39,7 @@ def assert_named(exercise: str, func, mistake: str, seeds=SEEDS, strict: bool = 
     """``func`` fails every seed, flagged as ``mistake`` with that mistake's sentence; with
     ``strict``, the strict rule (:func:`strict_name`) names it too, from the same record."""
     for seed in seeds:
-        record = probe(get_exercise(exercise), func, seed, "grading")
-        verdict = judge_record(exercise, record, seed, "grading")
+        record, verdict = judged(exercise, func, seed)
         assert not verdict.passed, f"seed {seed}: a wrong answer passed"
         assert verdict.score < 1
         assert f"mistake:{mistake}" in verdict.flags, (
