@@ -109,7 +109,7 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
     distinct = {tuple(sorted(r[3].items())) for r in rows}
     if len(distinct) < 2:
         return None
-    constant = _constant_factor(rows, where)
+    constant = _constant_factor(rows, where, "flops" in exercise.name)
     if constant is not None:
         return constant
     names = sorted(set.intersection(*(set(r[3]) for r in rows)))[:MAX_NAMES]
@@ -121,7 +121,7 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
                 f"{where} is the right one times {_say(monomial)} on every failing case: "
                 f"{_ratio_meaning(monomial)}")
     for name in names:
-        for ratio, meaning in _near_ratios(name):
+        for ratio, meaning in _near_ratios(name, exercise.name):
             if all(want and math.isclose(got / want, ratio(named[name]), rel_tol=1e-9)
                    for _, got, want, named in rows):
                 return "count:ratio", f"{where} {meaning} (on every failing case)."
@@ -133,9 +133,11 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
             term = _say(monomial) if constant in (1, -1) else f"{abs(constant)} * {_say(monomial)}"
             if constant > 0:
                 meaning = (f"has a term {term} too many: something counted that the contract "
-                           "does not count, or a part counted twice")
+                           "does not count, a part counted twice, or a part with a larger "
+                           "coefficient or size than it has")
             else:
-                meaning = f"misses a term {term}: a part of the count was left out"
+                meaning = (f"misses a term {term}: a part of the count left out, or counted "
+                           "with a smaller coefficient or size (or subtracted)")
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
     return _term_swapped(rows, names, where)
 
@@ -153,7 +155,7 @@ def _in_units(rows, where) -> tuple[str, str] | None:
     return None
 
 
-def _constant_factor(rows, where) -> tuple[str, str] | None:
+def _constant_factor(rows, where, flops: bool = False) -> tuple[str, str] | None:
     """The count a power of 2 (1/4, 1/2, 2, 4) times the right one on every failing case: a
     constant factor missing or one too many, which a term of the same size would only restate
     ("misses a term 3 N d^2" where the 3 N d^2 is half of 6 N d^2)."""
@@ -167,10 +169,12 @@ def _constant_factor(rows, where) -> tuple[str, str] | None:
     else:
         return None
     if factor < 1:
+        halved = ("a multiply-add counted as 1 FLOP instead of 2 halves a FLOP count; or a 2 "
+                  "left out of a term" if flops and factor == Fraction(1, 2) else
+                  "a coefficient left out, or several equal parts counted as one")
         return "count:constant_factor", (
             f"{where} is exactly {factor} of the right one on every failing case: a constant "
-            "factor is missing (a multiply-add counted as 1 FLOP instead of 2 halves a FLOP "
-            "count; or a 2 left out of a term).")
+            f"factor {1 / factor} is missing ({halved}).")
     return "count:constant_factor", (
         f"{where} is exactly {factor} times the right one on every failing case: a constant "
         "factor too many (a constant squared along with a size, as (2 * n) ** 2 where "
@@ -229,10 +233,11 @@ def _term_swapped(rows, names, where) -> tuple[str, str] | None:
     return None
 
 
-def _near_ratios(name: str):
-    """Ratios of a count with one size off by one, or (for a number of tokens) with the causal
-    triangle of a square."""
-    triangles = _TOKENS in name or name.lower() in ("n", "n_q", "n_k")
+def _near_ratios(name: str, exercise_name: str = ""):
+    """Ratios of a count with one size off by one, or (for a number of tokens, in a count of
+    token pairs: FLOPs) with the causal triangle of a square."""
+    triangles = (_TOKENS in name or name.lower() in ("n", "n_q", "n_k")) and \
+        "flops" in exercise_name
     return [r for i, r in enumerate(_ratios(name)) if triangles or i not in (3, 4)]
 
 

@@ -109,7 +109,8 @@ def _reshape(exercise, case, last, line, named):
         return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
                 f"{size}: one size is wrong: {said}.")
     return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "
-            "values: one of the sizes it uses belongs to another tensor.")
+            "values: one of the sizes it uses is wrong (another tensor's or axis's size, or sizes "
+            "combined with the wrong operator).")
 
 
 _MATMUL = (r"size (\d+) is different from (\d+)",

@@ -85,7 +85,9 @@ class Softmax(Exercise):
     def mistakes(self):
         return [
             WrongAnswer("no_max_shift", "exp overflows for large logits (you get NaN or inf): "
-                        "subtract the maximum along the axis before np.exp.",
+                        "what is subtracted before np.exp must be the maximum along the axis "
+                        "(no shift at all, the maximum added instead of subtracted, or a "
+                        "shift by another value lets exp overflow).",
                         lambda c: _exp_over_sum(c.args[0], _axis(c))),
             WrongAnswer("global_max_shift", "you subtract the maximum of the whole array, so "
                         "slices far below it underflow to 0 / 0 = NaN: subtract each slice's own "
@@ -312,7 +314,9 @@ class Attention(Exercise):
 
         return [
             WrongAnswer("no_scale", "the output matches attention without the 1/sqrt(d_k) scale: "
-                        "did you forget to divide the scores by sqrt(d_k)?",
+                        "did you forget to divide the scores by sqrt(d_k), or apply the scale "
+                        "where it changes nothing (added to every score, or to a result you do "
+                        "not use)?",
                         lambda c: _rescaled(*c.args, np.sqrt(d_k(c)))),
             WrongAnswer("scale_by_d_k", "the scores were divided by d_k instead of sqrt(d_k).",
                         lambda c: _rescaled(*c.args, 1 / np.sqrt(d_k(c)))),
@@ -324,8 +328,10 @@ class Attention(Exercise):
             WrongAnswer("softmax_over_queries", "each column sums to 1 instead of each row: the "
                         "softmax runs over the queries (axis -2) instead of the keys (axis -1).",
                         lambda c: _weights_over_queries(*c.args)),
-            WrongAnswer("no_max_shift", "large logits overflow to NaN: use a softmax that "
-                        "subtracts the row maximum.", lambda c: _unshifted(*c.args)),
+            WrongAnswer("no_max_shift", "large logits overflow to NaN: the softmax must "
+                        "subtract each row's maximum before exp (no shift at all, the maximum "
+                        "added instead, or a shift by another value overflows).",
+                        lambda c: _unshifted(*c.args)),
             WrongAnswer("scale_after_softmax", "the weights were divided by sqrt(d_k) after the "
                         "softmax, so rows no longer sum to 1: scale the scores before it.",
                         lambda c: _scale_after_softmax(*c.args)),

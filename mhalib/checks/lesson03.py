@@ -123,8 +123,9 @@ class DotProductVariance(Exercise):
     def mistakes(self):
         return [
             WrongAnswer("scaled", "the value is about 1 for every d_k: that is the variance of the "
-                        "scaled product q . k / sqrt(d_k), or of single products q_i k_i; this "
-                        "exercise asks for the unscaled q . k (sum over the d_k products).",
+                        "scaled product q . k / sqrt(d_k), of single products q_i k_i, or of the "
+                        "entries of q or k themselves; this exercise asks for the unscaled "
+                        "q . k (sum over the d_k products).",
                         lambda c: 1.0),
             WrongAnswer("standard_deviation", "the value is about sqrt(d_k): that is the standard "
                         "deviation; the variance is its square (np.var, not np.std).",

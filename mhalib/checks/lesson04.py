@@ -354,12 +354,16 @@ class MaskedAttention(Exercise):
                          lambda c: _with_rows(*c.args, fill="uniform"),
                          lambda c: [_with_rows(*c.args, fill="unmasked")]),
             WrongAnswers("no_max_shift", "exp overflows for large scores (inf / inf = NaN): "
-                         "shift the masked scores by their row maximum before np.exp.",
+                         "what is subtracted from the masked scores before np.exp must be their "
+                         "row maximum (no shift at all, the maximum added, or a shift by "
+                         "another value overflows).",
                          lambda c: _exp_without_shift(*c.args, nan_to_zero=False),
                          lambda c: [_exp_without_shift(*c.args, nan_to_zero=True)]),
-            WrongAnswer("shift_by_masked_max", "the scores were shifted by the maximum over all "
-                        "keys, masked ones included; with large logits the allowed keys underflow "
-                        "to 0. Set masked scores to -inf first, then shift by the row maximum.",
+            WrongAnswer("shift_by_masked_max", "the shift before exp is not the maximum over the "
+                        "allowed keys (a maximum over all keys, masked ones included, or the "
+                        "maximum added instead of subtracted): with large logits the allowed keys "
+                        "underflow to 0. Set masked scores to -inf first, then subtract the row "
+                        "maximum.",
                         lambda c: _shift_by_all_keys(*c.args)),
             WrongAnswer("mask_after_softmax", "the mask was applied to the weights after the "
                         "softmax, so allowed weights no longer sum to 1: set masked scores to -inf "
@@ -373,7 +377,9 @@ class MaskedAttention(Exercise):
             WrongAnswer("ignores_mask", "the output matches attention without any mask: apply the "
                         "mask to the scores before the softmax.",
                         reference_with(lambda q, k, v, m: (q, k, v, np.ones_like(m)))),
-            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_k).",
+            WrongAnswer("no_scale", "the scores reach the softmax unscaled: they were not "
+                        "divided by sqrt(d_k) (or the scale was applied where it changes "
+                        "nothing: added to every score, or to a result you do not use).",
                         reference_with(lambda q, k, v, m: (q * np.sqrt(q.shape[-1]), k, v, m))),
             WrongAnswers("softmax_over_queries", "the softmax ran over the queries (axis -2): "
                          "each query's weights over its allowed keys must sum to 1, axis=-1.",

@@ -98,9 +98,9 @@ class MhaFlops(CountSearch, Exercise):
 
 
 def _looks_per_head(nd, received) -> bool:
-    """True when the scores are 2 N^2 d_model / H for some head count H > 1 dividing d_model
-    (H = 2 gives what counting only the causal half gives: ``causal_halved``, listed first,
-    names that)."""
+    """True when the scores are 2 N^2 d_model / H for some head count H > 2 dividing d_model
+    into heads of at least 2 values (a half is also a multiply-add counted as 1 FLOP or the
+    causal half, which the count readings name; 1 / d_model is d_model left out, not a head)."""
     n, d = nd
     if not isinstance(received, dict):
         return False
@@ -108,7 +108,8 @@ def _looks_per_head(nd, received) -> bool:
     if isinstance(scores, bool) or not isinstance(scores, (int, float)) or scores <= 0:
         return False
     heads = 2 * n * n * d / scores
-    return heads > 1.5 and abs(heads - round(heads)) < 1e-9 * heads and d % round(heads) == 0
+    return heads > 2.5 and abs(heads - round(heads)) < 1e-9 * heads and \
+        d % round(heads) == 0 and d // round(heads) >= 2
 
 
 class CrossoverSeqLen(Exercise):

@@ -100,9 +100,10 @@ class DecodeAttentionIntensity(CountSearch, Exercise):
             return _intensity(**values, read_heads=values["num_heads"])
 
         return [
-            WrongAnswer("keys_only", "the bytes count only the cached keys: the step reads the "
-                        "values too, so the cache traffic is 2 * B * G * N * d * "
-                        "bytes_per_element.", wrong(tensors=1)),
+            WrongAnswer("keys_only", "the intensity is twice the right one: most likely the "
+                        "bytes count only the cached keys (the step reads the values too, so the "
+                        "cache traffic is 2 * B * G * N * d * bytes_per_element), or the FLOPs "
+                        "were counted twice.", wrong(tensors=1)),
             WrongAnswer("per_query_head", "the intensity is num_kv_heads / num_heads (G/H) of "
                         "the right one: either the bytes count every query head (H), though "
                         "the query heads of a group share one K/V head, read once (count G "
@@ -111,10 +112,12 @@ class DecodeAttentionIntensity(CountSearch, Exercise):
                         per_query_head),
             WrongAnswer("bits_not_bytes", "the traffic was counted in bits (8 times the "
                         "bytes): intensity is FLOPs per byte.", wrong(bits=8)),
-            WrongAnswer("scores_flops_only", "the FLOPs are half the right count: either only "
-                        "the scores q . k were counted (the weighted sum of the values costs as "
-                        "much again, 2 * N * d per query head), or a multiply-add was counted as "
-                        "one FLOP instead of two; 4 * B * H * N * d in all.", wrong(products=1)),
+            WrongAnswer("scores_flops_only", "the intensity is half the right one: most likely "
+                        "the FLOPs are half their count (only the scores q . k counted, though "
+                        "the weighted sum of the values costs as much again, 2 * N * d per query "
+                        "head; or a multiply-add counted as one FLOP instead of two; 4 * B * H * "
+                        "N * d in all), or the bytes were counted twice (2 * B * G * N * d * "
+                        "bytes_per_element in all).", wrong(products=1)),
             WrongAnswer("fixed_bytes_per_element", "bytes_per_element was ignored (a fixed 2 "
                         "bytes per element was used).",
                         wrong(bytes_per_element=2)),

@@ -24,7 +24,8 @@ def _softmax_rows(case, received):
 SOFTMAX_SUMS = Property("sums_to_one", "every slice along `axis` of a softmax sums to 1",
                         "the division is not by this slice's sum of the exponentials: a sum "
                         "over another axis (or over everything), a mean or a max in its place, "
-                        "or a numerator and a denominator shifted differently.",
+                        "a numerator and a denominator shifted differently, or a numerator "
+                        "that is not the exponentials summed (the exp left out).",
                         _softmax_rows)
 
 
@@ -43,8 +44,9 @@ def _entropy_range(case, received):
 
 
 ENTROPY_RANGE = Property("entropy_range", "the entropy of a distribution over n outcomes lies "
-                         "between 0 and log(n)", "the -log p terms are not weighted by p, the "
-                         "sign is wrong, or the sum runs over another axis.", _entropy_range)
+                         "between 0 and log(n)", "the -log p terms are not weighted by p (or the "
+                         "log is left out), the sign is wrong, or the sum runs over another "
+                         "axis.", _entropy_range)
 
 PROPERTIES = {
     "softmax": [SOFTMAX_SUMS],

@@ -32,9 +32,15 @@ ARGUMENT_WORDS = {
     "rope_head_dim": "the RoPE key holds rope_head_dim values per token",
 }
 CONSTANTS = (
-    (2, "a factor 2: a multiply-add is 2 FLOPs, and a cache holds both keys and values"),
-    (8, "a factor 8: bits instead of bytes"),
+    (2, "a factor 2"),
+    (8, "a factor 8"),
 )
+# what a constant factor usually is, by what the exercise counts (a name part of the exercise)
+CONSTANT_WORDS = {
+    "flops": {2: "a multiply-add is 2 FLOPs"},
+    "intensity": {2: "a multiply-add is 2 FLOPs, and the cache holds both keys and values"},
+    "bytes": {2: "a cache holds both keys and values", 8: "bits instead of bytes"},
+}
 
 
 def _scaled(value, factor: Fraction, key=None):
@@ -48,12 +54,16 @@ def _scaled(value, factor: Fraction, key=None):
     return scale(value)
 
 
-def _factors(named: dict[str, int]) -> list[tuple[str, str]]:
+def _factors(named: dict[str, int], exercise_name: str = "") -> list[tuple[str, str]]:
     """``(name, what it stands for)`` of each factor a count may miss or repeat: the case's
-    int sizes above 1, then the constants (named by their value)."""
+    int sizes above 1, then the constants (named by their value, and by what such a constant
+    usually is in a count of this exercise's kind, or as a coefficient of a term)."""
     found = [(name, ARGUMENT_WORDS.get(name, f"the size {name}"))
              for name, value in named.items() if isinstance(value, int) and value > 1]
-    return found + [(str(v), words) for v, words in CONSTANTS]
+    usual = next((words for part, words in CONSTANT_WORDS.items() if part in exercise_name), {})
+    return found + [(str(v), f"{words}: {usual[v]}" if v in usual else
+                     f"{words} (a coefficient of a term, or a part counted twice or left out)")
+                    for v, words in CONSTANTS]
 
 
 def _value(exercise, case, name: str) -> int:
@@ -71,7 +81,7 @@ def count_changes(exercise, case) -> list[Change]:
     right = exercise.expected(case)
     keys = [None, *right] if isinstance(right, dict) else [None]
     changes = []
-    for name, words in _factors(sizes(exercise, case)):
+    for name, words in _factors(sizes(exercise, case), exercise.name):
         for sign, power in (("missing", -1), ("one too many", 1)):
             for key in keys:
                 where = f"the {key!r} count" if key is not None else "the count"

@@ -152,7 +152,9 @@ def _support_problem(heads, weights, extra_patterns, noise: float = 0.0
         return "weights:visible_keys", (
             f"read back from your output, query {row} of {head.label} " + " and ".join(said)
             + f"; it may see keys {_positions(np.flatnonzero(head.allowed[row]).tolist())}: "
-            "check which keys your mask (or your cache, or your loop over blocks) lets in")
+            "check which keys your mask (or your cache, or your loop over blocks) lets in"
+            + ("" if extra else ", and that the softmax shifts each row by its own maximum (a "
+               "larger shift underflows weights to 0)"))
     return None
 
 
@@ -176,7 +178,8 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
             "1: the scores were NaN (or all -inf) before the softmax and a guard turned them "
             "into 0. 0 * -inf and -inf - (-inf) are NaN: a mask added as (~mask) * -inf makes "
             "the allowed scores NaN too; put -inf only where the mask hides a key (np.where, or "
-            "masked_fill in torch)")
+            "masked_fill in torch). Or a guard skipped the division because a row's sum was not "
+            "positive (the exp left out: raw scores summed)")
     if np.allclose(sums, sums[0], rtol=1e-4):
         factor = float(sums[0])
         return "weights:rows_scaled", (

@@ -10,11 +10,15 @@ def test_per_head_n2_terms_are_recognised_for_any_head_count():
     case = checker.cases(0, "visible")[0]  # N=1024, d_model=768
     mistake = next(m for m in checker.mistakes() if m.name == "n2_with_d_head")
     right = checker.expected(case)
-    for heads in (2, 12, 768):
+    for heads in (3, 12, 384):
         wrong = {**right, "scores": right["scores"] // heads}
         assert mistake.detect(checker, case, wrong, {})
     assert not mistake.detect(checker, case, right, {})
-    assert not mistake.detect(checker, case, {**right, "scores": right["scores"] // 7}, {})
+    # 7 does not divide d_model; a half is also one term at 1 FLOP per multiply-add; 1 / d_model
+    # is d_model left out (heads of width 1)
+    for not_heads in (7, 2, 768):
+        wrong = {**right, "scores": right["scores"] // not_heads}
+        assert not mistake.detect(checker, case, wrong, {})
 
 
 def test_off_by_one_flop_counts_are_not_accepted():
