@@ -125,7 +125,7 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
 def online_softmax_variant(q, k, v, block_size=64, causal=False, *, rescale="both",
                            inverted_rescale=False, divide=True, scale=None,
                            subtract_max=True, drop_last_block=False, causal_mode="right",
-                           nan_empty_rows=False):
+                           nan_empty_rows=False, finite_fill=False):
     """Attention over key blocks with a running max and sum, (B, H, N_q, d) -> same, with knobs.
 
     ``rescale``: which running totals shrink when the max grows ("both", "sum", "acc",
@@ -133,7 +133,9 @@ def online_softmax_variant(q, k, v, block_size=64, causal=False, *, rescale="bot
     ``divide``: the final division by the running sum; ``subtract_max``: False exponentiates
     raw scores; ``drop_last_block``: skips a last partial block; ``causal_mode``: "right"
     (bottom-right), "top_left" (no N_k - N_q offset) or "local" (block-local key indices);
-    ``nan_empty_rows``: rows that see no key give NaN (0 / 0).
+    ``nan_empty_rows``: rows that see no key give NaN (0 / 0); ``finite_fill``: hidden scores
+    get the dtype's lowest finite number instead of -inf (a row that sees no key averages them
+    all).
     """
     import torch
 
@@ -153,7 +155,8 @@ def online_softmax_variant(q, k, v, block_size=64, causal=False, *, rescale="bot
                 stop - start)
             offset = 0 if causal_mode == "top_left" else n_k - n_q
             hidden = keys[None, :] > torch.arange(n_q)[:, None] + offset
-            scores = scores.masked_fill(hidden, -torch.inf)
+            scores = scores.masked_fill(
+                hidden, torch.finfo(scores.dtype).min if finite_fill else -torch.inf)
         if subtract_max:
             new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
             shift = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)

@@ -14,7 +14,7 @@ import numpy as np
 
 from mhalib.checks.autograd_watch import carries_graph
 from mhalib.checks.exercise import Symptom, WrongAnswer
-from mhalib.checks.torch_exercise import TorchExercise, output_kind
+from mhalib.checks.torch_exercise import TorchExercise, output_dtypes, output_kind
 
 
 def softmax_rows(logits, allowed=None):
@@ -106,27 +106,15 @@ def triple_kind(output) -> str:
     return "one tensor" if kind == "tensor" else f"a {kind}"
 
 
-def output_dtypes(output) -> list[str] | None:
-    """The dtype names of returned tensors (the record turns bfloat16 into float32)."""
-    import torch
-
-    items = output if isinstance(output, (tuple, list)) else (output,)
-    if not all(isinstance(t, torch.Tensor) for t in items):
-        return None
-    return [str(t.dtype).removeprefix("torch.") for t in items]
-
-
 class GradientExercise(TorchExercise):
     """A lesson 12 exercise whose function returns gradients computed by hand: its probe
     records how autograd was used (:mod:`mhalib.checks.autograd_watch`), and the judge fails a
     case that used it, or that switched the watch off, whatever the values.
 
-    ``returns`` is "tensor" or "triple" (grad_q, grad_k, grad_v); ``keeps_dtype``: the
-    contract wants the inputs' dtype back.
+    ``returns`` is "tensor" or "triple" (grad_q, grad_k, grad_v).
     """
 
     returns = "tensor"
-    keeps_dtype = False
 
     def output_meta(self, output, report) -> dict:
         """What every probe of these exercises records about one output."""
@@ -153,12 +141,9 @@ class GradientExercise(TorchExercise):
         if self.returns == "triple" and kind != "triple":
             return (f"output: returned {kind}; return the three gradients (grad_q, grad_k, "
                     "grad_v) as a tuple of torch.Tensors")
-        problem = super().judge_case(case, received, {"output_kind": "tensor"}
-                                     if self.returns == "triple" else meta)
-        if problem is None and self.keeps_dtype and _other_dtype(case, meta):
-            return (f"right values, but returned {'/'.join(meta['output_dtypes'])} for "
-                    f"{case.dtype} inputs: return the gradients in the inputs' dtype")
-        return problem
+        return super().judge_case(case, received, {"output_kind": "tensor"}
+                                  if self.returns == "triple" else meta) or \
+            self.dtype_problem(case, meta)
 
     def watch_symptoms(self) -> list:
         """The symptoms every measured call of these exercises can show."""
@@ -177,13 +162,6 @@ class GradientExercise(TorchExercise):
                     "thread.",
                     lambda case, received, meta: bool(meta.get("evaded"))),
         ]
-
-
-def _other_dtype(case, meta) -> bool:
-    """The outputs' dtypes differ from the case's (bfloat16 is recorded in meta as such)."""
-    dtypes = meta.get("output_dtypes")
-    want = getattr(case, "dtype", "float32")
-    return isinstance(dtypes, list) and any(d != want for d in dtypes)
 
 
 @dataclass(frozen=True)

@@ -61,4 +61,7 @@ def _say_order(shape, order, split_axis, parts, out_shape, named) -> str:
     return (f"holds the right values read in the order {taken} where the contract's order is "
             f"{right}{split}: the axes were reshaped in the wrong order, a reshape (or view, "
             "or expand before a reshape) where a transpose or permute was needed first, or "
-            "one where the axes had not been moved back")
+            "one where the axes had not been moved back" + (
+                ", or a repeat_interleave (or repeat) without dim=, which flattens the tensor "
+                "first" if split_axis is not None and any(
+                    "rep" in _name(p, named) for p in parts) else ""))

@@ -53,6 +53,7 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     general_failed = 0  # failures on cases not marked degenerate (what partial credit counts)
     recorded_failures = 0  # failing cases with an output to compare (not errors or timeouts)
     detections: list[list[str]] = []  # per failing case: the mistakes that reproduce it
+    dtype_only: list[tuple[str, str]] = []  # failing cases whose values are right, not their dtype
     mistakes = exercise.mistakes()
     for case, result in zip(cases, results):
         status = result.get("status")
@@ -73,6 +74,10 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         if library:  # the values may be right: no mistake model is asked about them
             detections.append([])
             continue
+        if problem == _dtype_problem(exercise, case, result):
+            dtype_only.append(failures.pop())  # right values: nothing for a model to read
+            recorded_failures -= 1
+            continue
         refusing = bool(getattr(case, "must_raise", ""))
         detected = [m.name for m in mistakes if isinstance(m, Refusal) == refusing
                     and not clock.late() and clock.timed(m.detect, exercise, case,
@@ -85,9 +90,37 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     general = sum(not getattr(case, "degenerate", False) for case in cases)
     counts = {"cases_passed": passed, "cases_total": total,
               "general_passed": general - general_failed, "general_total": general}
-    if not failures:
+    if not failures and not dtype_only:
         return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.", **counts)
-    details = [f"{label}: {problem}" for label, problem in failures]
+    details = [f"{label}: {problem}" for label, problem in failures + dtype_only]
+    if dtype_only:
+        counts.update(cases_passed=passed - len(dtype_only))
+        flags.add("dtype")
+        more = f" and {len(dtype_only) - 1} more" if len(dtype_only) > 1 else ""
+        said = f"{dtype_only[0][1]} (case '{dtype_only[0][0]}'{more})"
+        if not failures:
+            return Verdict(name, False, counts["cases_passed"] / total, f"{name}: {said}.",
+                           details, sorted(flags), **counts)
+        verdict = _judged_failures(exercise, cases, results, failures, mistakes, mistake_votes,
+                                   detections, recorded_failures, flags, details, counts, clock,
+                                   suite, until)
+        verdict.diagnosis += f" Also, {said}."
+        return verdict
+    return _judged_failures(exercise, cases, results, failures, mistakes, mistake_votes,
+                            detections, recorded_failures, flags, details, counts, clock, suite,
+                            until)
+
+
+def _dtype_problem(exercise, case, result) -> str | None:
+    dtype_problem = getattr(exercise, "dtype_problem", None)
+    return None if dtype_problem is None else dtype_problem(case, result.get("meta") or {})
+
+
+def _judged_failures(exercise, cases, results, failures, mistakes, mistake_votes, detections,
+                     recorded_failures, flags, details, counts, clock, suite, until) -> Verdict:
+    """The failing verdict of the cases whose values are wrong: the mistake model that
+    reproduces most of them, else a reading of the output, else the first failure as it is."""
+    name, total = exercise.name, counts["cases_total"]
     # a refusal gone wrong is a slip of its own, beside whatever the computation gets wrong:
     # the computation's mistakes are voted on the other cases, the refusal's on its own case
     refusals = {m.name for m in mistakes if isinstance(m, Refusal)}
@@ -124,7 +157,8 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
         counts["unexplained_cases"] = len(failures)
         label, problem = failures[0]
         diagnosis = f"{name}: wrong result on the case '{label}': {problem}"
-    return Verdict(name, False, passed / total, diagnosis, details, sorted(flags), **counts)
+    return Verdict(name, False, counts["cases_passed"] / total, diagnosis, details, sorted(flags),
+                   **counts)
 
 
 def _visible_judge_s() -> float:

@@ -73,9 +73,12 @@ class RepeatKV(TorchExercise):
 
         return [
             WrongAnswer("tiled_groups", "the groups come out tiled (g0, g1, g0, g1, ...) instead "
-                        "of interleaved (g0, g0, g1, g1, ...): x.repeat copies the whole stack, "
-                        "but query head h must read group h // n_rep; use repeat_interleave (or "
-                        "expand the group axis and reshape).",
+                        "of interleaved (g0, g0, g1, g1, ...): the copies were made of the whole "
+                        "stack of groups (x.repeat, torch.cat of whole copies, or a new axis "
+                        "inserted before the group axis and then flattened), but query head h "
+                        "must read group h // n_rep: the copies of each group must sit next to "
+                        "each other (repeat_interleave along dim 1, or a new axis after the group "
+                        "axis, expanded, then reshaped).",
                         torch_model(lambda x, n: x.repeat(1, n, 1, 1))),
             WrongAnswer("sequence_axis", "the copies were stacked along the sequence axis (dim 2), "
                         "not the head axis (dim 1).",
@@ -202,8 +205,10 @@ class GroupedQueryAttention(TorchExercise):
             WrongAnswer("causal_sees_next", "the causal mask is off by one: token i also sees "
                         "token i + 1 (use j <= i).", variant(causal_shift=1)),
             WrongAnswer("split_without_transpose", "the heads were split with a reshape to (B, H, "
-                        "N, d_head) and no transpose, which mixes positions and heads: reshape to "
-                        "(B, N, H, d_head) first, then transpose(1, 2).",
+                        "N, d_head) and merged back with a reshape, both without a transpose, "
+                        "which mixes positions and heads: to split, reshape to (B, N, H, d_head) "
+                        "and transpose(1, 2); to merge, transpose(1, 2) back before the "
+                        "reshape.",
                         variant(split_without_transpose=True)),
             WrongAnswer("no_output_projection", "the merged heads were returned without the output "
                         "projection w_o.", variant(output_projection=False)),

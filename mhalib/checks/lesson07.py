@@ -146,6 +146,7 @@ class MergeAttentionStates(TorchExercise):
     name = "merge_attention_states"
     assignment = "07-flash"
     answer_key_names = ("tiled_attention", "flash_attention", "attend")
+    keeps_dtype = True  # the lesson: out in out_a's dtype, lse in lse_a's
 
     def visible_cases(self, rng):
         return [
@@ -188,14 +189,15 @@ class MergeAttentionStates(TorchExercise):
         args, kwargs = case_tensors(case)
         with one_thread():
             output = func(*args, **kwargs)
-        return output, {"output_kind": _pair_kind(output)}
+        return output, self.with_dtypes(output, {"output_kind": _pair_kind(output)})
 
     def judge_case(self, case, received, meta):
         kind = meta.get("output_kind", "pair")
         if kind != "pair":
             return (f"output: returned {kind}; return the pair (out, lse), two torch.Tensors "
                     "(out like out_a, lse like lse_a)")
-        return difference(self.expected_once(case), received, *self.tolerance(case))
+        return difference(self.expected_once(case), received, *self.tolerance(case)) or \
+            self.dtype_problem(case, meta)
 
     def _nan_only_where_both_empty(self, case, received) -> bool:
         """NaN in the rows where both sets are empty, and the right values everywhere else."""
@@ -328,6 +330,7 @@ class OnlineSoftmaxAttention(MeasuredExercise):
     name = "online_softmax_attention"
     assignment = "07-flash"
     answer_key_names = ("tiled_attention", "flash_attention", "attend")
+    keeps_dtype = True  # the lesson: "return q's dtype"
     encoded_meta = ("alt_output",)
     physical = PhysicalCheck(
         PHYSICAL_LABEL, _physical_inputs, lambda case: case.args[0].shape, _physical_rows,
@@ -460,6 +463,13 @@ class OnlineSoftmaxAttention(MeasuredExercise):
                         "exp(-inf - (-inf)) from a running max still at -inf; the contract wants "
                         "a row of zeros (shift by 0 where the max is -inf, and guard the "
                         "division).", variant(nan_empty_rows=True)),
+            WrongAnswer("finite_fill_for_hidden_keys", "a query that sees no key got the average "
+                        "of all the values instead of a zero row: the hidden keys' scores were a "
+                        "finite number (a fill like -1e4 or torch.finfo(dtype).min, or -inf made "
+                        "finite by nan_to_num), so a row whose keys are all hidden has equal "
+                        "scores everywhere. Hide keys with -inf and give such rows zeros (shift "
+                        "by 0 where the running max is -inf, and guard the division).",
+                        variant(finite_fill=True)),
             # after the models above: where one of them explains a case too, it is named
             Symptom("blocks_combined_wrongly", "with all the keys in one block the output is "
                     "right, but split into blocks it is not, so the blocks are combined wrongly. "

@@ -282,8 +282,10 @@ class MLAAttention(TorchExercise):
                         "and w_uv. Reshape to (B, N, num_heads, d_head), then transpose(1, 2).",
                         torch_model(mla_variant, strided=True)),
             WrongAnswer("split_without_transpose", "the heads were split with a reshape to (B, H, "
-                        "N, d_head) and no transpose, which mixes positions and heads: reshape to "
-                        "(B, N, H, d_head) first, then transpose(1, 2).",
+                        "N, d_head) and merged back with a reshape, both without a transpose, "
+                        "which mixes positions and heads: to split, reshape to (B, N, H, d_head) "
+                        "and transpose(1, 2); to merge, transpose(1, 2) back before the "
+                        "reshape.",
                         torch_model(mla_variant, split_without_transpose=True)),
             WrongAnswer("causal_ignored", "causal=True (the default here) was ignored: every "
                         "token sees the future. Mask key j for query i when j > i.",

@@ -58,6 +58,7 @@ class SoftmaxBackward(GradientExercise):
     name = "softmax_backward"
     assignment = ASSIGNMENT
     answer_key_names = GRADIENT_KEYS
+    keeps_dtype = True  # the lesson: "return weights' dtype"
 
     def visible_cases(self, rng):
         return [
@@ -225,6 +226,11 @@ class AttentionBackward(GradientExercise):
                         "without the mask, so future keys get weight and gradient: mask the "
                         "scores (-inf where key j > i + N_k - N_q) before the softmax.",
                         model(causal_mode="none")),
+            WrongAnswer("mask_after_softmax", "the mask was applied after the softmax: p is the "
+                        "softmax of all the scores with the hidden keys' weights then zeroed, so "
+                        "a row's visible weights no longer sum to 1. Mask the scores (-inf where "
+                        "key j > i + N_k - N_q) before the softmax.",
+                        model(mask_after_softmax=True)),
             WrongAnswer("causal_top_left", "the causal mask is aligned top-left: with N_q != "
                         "N_k, query i sits at position i + N_k - N_q and sees keys j <= i + "
                         "N_k - N_q (lesson 04's bottom-right mask).",

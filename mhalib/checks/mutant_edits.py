@@ -167,6 +167,13 @@ def _written_at_the_offset(node, offset: str | None):
     parts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
     for position, part in enumerate(parts):
         moved = None
+        block = _block_of_index(part)
+        if block is not None:
+            new = list(parts)
+            new[position] = block
+            index = ast.Tuple(new, ast.Load()) if isinstance(target.slice, ast.Tuple) else block
+            yield _hinted(ast.Assign([ast.Subscript(target.value, index, ast.Store())],
+                                     node.value), _BLOCK)
         if isinstance(part, ast.Slice) and part.step is None and part.upper is not None and (
                 part.lower is None or _int_of(part.lower) == 0):
             moved = ast.Slice(ast.Name(offset, ast.Load()),
@@ -182,6 +189,21 @@ def _written_at_the_offset(node, offset: str | None):
 
 
 _AT_OFFSET = "written at the loop's offset, not at the start of the buffer"
+_BLOCK = ("block i of width w starts at i * w: an index where index times width belongs (the "
+          "blocks overlap)")
+
+
+def _block_of_index(part) -> ast.Slice | None:
+    """``i * w:(i + 1) * w`` for a slice ``i:i + w`` (a block's index used as its start)."""
+    if not (isinstance(part, ast.Slice) and part.step is None and isinstance(part.lower, ast.Name)
+            and isinstance(part.upper, ast.BinOp) and isinstance(part.upper.op, ast.Add)
+            and isinstance(part.upper.left, ast.Name) and part.upper.left.id == part.lower.id
+            and not isinstance(part.upper.right, ast.Constant)):
+        return None
+    index, width = part.lower, part.upper.right
+    return ast.Slice(ast.BinOp(ast.Name(index.id, ast.Load()), ast.Mult(), width),
+                     ast.BinOp(ast.BinOp(ast.Name(index.id, ast.Load()), ast.Add(),
+                                         ast.Constant(1)), ast.Mult(), width))
 
 
 def _own_call(node, module_globals) -> bool:
@@ -465,7 +487,7 @@ def _replacements(node, variables, counting):
     if isinstance(node, ast.BinOp):
         for op in _OPERATOR_SWAPS.get(type(node.op), ()):
             yield ast.BinOp(node.left, op(), node.right)
-        if isinstance(node.op, (ast.MatMult, ast.Sub, ast.Div)):
+        if isinstance(node.op, (ast.MatMult, ast.Sub, ast.Div, ast.FloorDiv)):
             yield ast.BinOp(node.right, type(node.op)(), node.left)  # operands swapped
         yield node.left  # the right term or factor dropped
         yield node.right  # the left one dropped
@@ -577,6 +599,9 @@ def _slice_edits(node: ast.Subscript):
     for position, bounds in enumerate(parts):
         if not isinstance(bounds, ast.Slice):
             continue
+        block = _block_of_index(bounds)
+        if block is not None:
+            yield _hinted(_subscript(node, parts, position, block), _BLOCK)
         if bounds.lower is None and bounds.upper is not None and bounds.step is None:
             last = ast.Slice(_shifted(bounds.upper, -1), bounds.upper)
             yield _subscript(node, parts, position, last)  # only the last entry kept
@@ -709,11 +734,21 @@ def _regroupings(node: ast.BinOp):
 
 
 def _number_pairs(tree) -> int:
-    """How many operations of ``tree`` join two numbers: a regrouping that makes one (``n * n
-    + 1 // 2`` from ``n * (n + 1) // 2``, where ``1 // 2`` is 0) folds away terms the code wrote,
-    which is not a matter of parentheses."""
+    """How many operations of ``tree`` join two numbers into 0 (or fail): a regrouping that
+    makes one (``n * n + 1 // 2`` from ``n * (n + 1) // 2``, where ``1 // 2`` is 0) folds away
+    terms the code wrote, which is not a matter of parentheses (``d ** (1 / 2)`` for
+    ``d ** 1 / 2`` is)."""
     return sum(isinstance(n, ast.BinOp) and isinstance(n.left, ast.Constant)
-               and isinstance(n.right, ast.Constant) for n in ast.walk(tree))
+               and isinstance(n.right, ast.Constant) and _folds_to_zero(n)
+               for n in ast.walk(tree))
+
+
+def _folds_to_zero(node: ast.BinOp) -> bool:
+    try:
+        numbers = ast.fix_missing_locations(ast.Expression(copy.deepcopy(node)))
+        return eval(compile(numbers, "<numbers>", "eval"), {"__builtins__": {}}) == 0
+    except Exception:
+        return True
 
 
 def _masked(node: ast.AST) -> tuple[str, list[ast.AST]]:

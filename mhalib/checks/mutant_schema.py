@@ -43,7 +43,10 @@ class Mutant:
 
     @property
     def sentence(self) -> str:
-        inside = f" (inside {self.where})" if self.where else ""
+        # (a lesson's function the learner also writes, like softmax, is named; the key's
+        # private helpers are not the learner's code)
+        inside = f" (inside {self.where})" if self.where and not self.where.startswith(
+            "_") else ""
         fragments = " and ".join(f"`{old}` computed as `{new}`"
                                  for old, new in (self.said(n, e) for n, e in self.edits))
         everywhere = " (the same slip in each place)" if len(self.edits) > 1 else ""

@@ -42,8 +42,8 @@ TRY_LIMIT_FACTOR = 5  # a try's call may take this many times the slowest call o
 MAX_FRAGMENT = 120  # characters of a fragment a record may carry
 LEAST_SAID = 12  # characters of the learner's code shown around an edit, where the line has them
 # hints true of a repair too (said after it)
-SAID_HINTS = ("grouped otherwise", "keeps the reduced axis", "is XOR", "rounded up",
-              "closing parenthesis")
+SAID_HINTS = ("grouped otherwise", "index times width", "keeps the reduced axis", "is XOR",
+              "rounded up", "closing parenthesis")
 _LIBRARIES = ("mhalib", "numpy", "torch", "scipy", "math", "builtins", "einops", "triton")
 
 
@@ -145,10 +145,54 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 schema.active.clear()
     if not found:
         return None
+    if len(found) == 2 and _works_around(schema, *found):
+        found = found[:1]
+    elif len(found) == 2 and _works_around(schema, *reversed(found)):
+        found = found[1:]
     described = _described(schema, found[0])
     if len(found) > 1:
         described["also"] = _described(schema, found[1])
     return described
+
+
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+
+
+def _works_around(schema, upstream, downstream) -> bool:
+    """True when ``downstream`` edits a later statement of the same function that reads a name
+    ``upstream``'s statement assigns: mending there works around the value made upstream (the
+    mask read elsewhere, the count replaced by another that happens to be equal), so the
+    upstream place is the slip and the other is not said."""
+    if upstream.where != downstream.where:
+        return False
+    tree = _parsed(schema.originals.get(upstream.where))
+    up = {getattr(node, "lineno", 0) for node, _ in upstream.edits}
+    down = {getattr(node, "lineno", 0) for node, _ in downstream.edits}
+    if tree is None or min(down) <= max(up):
+        return False
+    assigned, read = set(), set()
+    for statement in ast.walk(tree):
+        if not isinstance(statement, _SIMPLE):
+            continue
+        span = range(statement.lineno, (statement.end_lineno or statement.lineno) + 1)
+        names = [n for n in ast.walk(statement) if isinstance(n, ast.Name)]
+        if any(line in span for line in up):
+            targets = statement.targets if isinstance(statement, ast.Assign) else (
+                [getattr(statement, "target", None)])
+            assigned |= {n.id for t in targets if t is not None for n in ast.walk(t)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if any(line in span for line in down):
+            read |= {n.id for n in names if isinstance(n.ctx, ast.Load)}
+    return bool(assigned & read)
+
+
+def _parsed(function) -> ast.FunctionDef | None:
+    from mhalib.checks.mutant_schema import _parsed as parsed
+
+    try:
+        return parsed(function) if function is not None else None
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _lines(mutant) -> set:
@@ -353,6 +397,15 @@ def with_repair(verdict, repair: dict, factor: float | None = None):
         f" What the output shows: {reading}")  # (an edit of the key only says it the other way)
     if repair["many"] and factor is None:
         return verdict  # several places mend it, and the result is not one factor off
+    if factor is not None and "also" not in repair and any(
+            f.startswith("mistake:") for f in verdict.flags):
+        # a model says which factor is off; the one change found may undo it elsewhere
+        verdict.diagnosis = (
+            f"{name}: {reading} (Your result is {factor:g} times the right one on every failing "
+            f"case. One change that undoes the factor: {_change(repair)}; a factor can be undone "
+            "in more than one place, so mend it where the slip is.)")
+        verdict.flags = sorted(set(verdict.flags) | {"repair"})
+        return verdict
     if factor is not None and "also" not in repair:
         verdict.diagnosis = (
             f"{name}: your result is {factor:g} times the right one on every failing case, and "

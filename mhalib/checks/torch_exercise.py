@@ -124,8 +124,40 @@ def output_kind(output) -> str:
     return "tensor" if isinstance(output, torch.Tensor) else type(output).__name__
 
 
+def output_dtypes(output) -> list[str] | None:
+    """The dtype names of returned tensors (the record turns bfloat16 into float32)."""
+    import torch
+
+    items = output if isinstance(output, (tuple, list)) else (output,)
+    if not all(isinstance(t, torch.Tensor) for t in items):
+        return None
+    return [str(t.dtype).removeprefix("torch.") for t in items]
+
+
 class TorchExercise(Exercise):
-    """An exercise whose function takes and returns torch tensors (any float dtype)."""
+    """An exercise whose function takes and returns torch tensors (any float dtype).
+
+    ``keeps_dtype``: the lesson asks for the result in the inputs' dtype (the probe records the
+    returned dtypes, and right values in another dtype fail with :meth:`dtype_problem`)."""
+
+    keeps_dtype = False
+
+    def with_dtypes(self, output, meta: dict) -> dict:
+        """``meta`` with the returned tensors' dtypes, where the exercise keeps the dtype."""
+        dtypes = output_dtypes(output) if self.keeps_dtype else None
+        return meta if dtypes is None else {**meta, "output_dtypes": dtypes}
+
+    def dtype_problem(self, case: Case, meta: dict) -> str | None:
+        """Why right values still fail: returned in another dtype than the inputs' (None: they
+        do not, or the exercise does not fix the dtype)."""
+        dtypes = meta.get("output_dtypes")
+        want = getattr(case, "dtype", "float32")
+        if not self.keeps_dtype or not isinstance(dtypes, list) or all(d == want for d in
+                                                                        dtypes):
+            return None
+        return (f"right values, but returned {'/'.join(map(str, dtypes))} for {want} inputs: "
+                "return the result in the inputs' dtype (compute in float32 if you like, then "
+                "cast back with .to(the input's dtype))")
 
     def tolerance(self, case: Case) -> tuple[float, float]:
         rtol, atol = TORCH_TOLERANCES[getattr(case, "dtype", "float64")]
@@ -146,14 +178,15 @@ class TorchExercise(Exercise):
         args, kwargs = case_tensors(case)
         with one_thread():
             output = func(*args, **kwargs)
-        return output, {"output_kind": output_kind(output)}
+        return output, self.with_dtypes(output, {"output_kind": output_kind(output)})
 
     def judge_case(self, case: Case, received, meta: dict) -> str | None:
         kind = meta.get("output_kind", "tensor")
         if kind != "tensor":
             return (f"output: returned a {kind}; this exercise takes and returns a "
                     "torch.Tensor (keep the computation in torch)")
-        return difference(self.expected_once(case), received, *self.tolerance(case))
+        return difference(self.expected_once(case), received, *self.tolerance(case)) or \
+            self.dtype_problem(case, meta)
 
     def reproduces(self, case: Case, compute, received) -> bool:
         try:
@@ -203,6 +236,7 @@ class MeasuredExercise(TorchExercise):
                 output, meta = self.measure(func, case, args, kwargs)
         except LeftTorch as error:
             return None, {"output_kind": "left_torch", "left_torch": str(error)}
+        meta = self.with_dtypes(output, meta)
         for key in self.encoded_meta:
             if key in meta:
                 value = meta.pop(key)

@@ -60,7 +60,7 @@ def attention_backward_variant(q, k, v, grad_out, causal=False, *, scale_q=True,
                                transpose_grad_s=True, row="weighted", causal_mode="right",
                                nan_empty_rows=False, softmax_dim=-1, order="qkv",
                                scale=None, causal_shift=0, mask_fill=-math.inf,
-                               mask_in_forward=True):
+                               mask_in_forward=True, mask_after_softmax=False):
     """(grad_q, grad_k, grad_v) of softmax(q k^T / sqrt(d)) v, with knobs.
 
     ``scale_q``/``scale_k``: the 1/sqrt(d) in grad_q / grad_k; ``scale_scores``: the scale in
@@ -73,7 +73,8 @@ def attention_backward_variant(q, k, v, grad_out, causal=False, *, scale_q=True,
     ``scale``: another factor than 1/sqrt(d) everywhere (``"d_v"``: 1/sqrt(d_v), ``"1/d"``,
     a number: that factor); ``causal_shift``: -1 hides the diagonal, +1 shows one future key;
     ``mask_fill``: a finite fill (-1e9) instead of -inf; ``mask_in_forward`` False: p from the
-    unmasked scores, only grad_s zeroed where the mask hides a key.
+    unmasked scores, only grad_s zeroed where the mask hides a key; ``mask_after_softmax``: p
+    from the unmasked scores, then zeroed where the mask hides a key (rows no longer sum to 1).
     """
     import torch
 
@@ -87,12 +88,14 @@ def attention_backward_variant(q, k, v, grad_out, causal=False, *, scale_q=True,
     if causal and causal_mode != "none":
         offset = (0 if causal_mode == "top_left" else n_k - n_q) + causal_shift
         allowed = torch.ones(n_q, n_k, dtype=torch.bool).tril(offset)
-        if mask_in_forward:
+        if mask_in_forward and not mask_after_softmax:
             scores = scores.masked_fill(~allowed, mask_fill)
     if nan_empty_rows:
         p = torch.softmax(scores, dim=softmax_dim)
     else:
         p = _guarded_softmax(scores, dim=softmax_dim)
+    if allowed is not None and mask_after_softmax:
+        p = p * allowed
     grad_v = (p.transpose(-2, -1) if transpose_p else p) @ grad_out
     grad_p = grad_out @ v.transpose(-2, -1)
     if row == "queries":

@@ -13,6 +13,33 @@ from tests.checks import lesson_harness as h
 from tests.checks.answers import lesson07 as answers
 
 
+def test_right_values_in_another_dtype_are_rejected_and_said_as_that():
+    """The lesson asks for q's dtype back (and out_a's, lse_a's for the merge): round M's
+    float32 results for float16 inputs were accepted. The values are right, so no reading of
+    them is said."""
+    verdict = h.verdict_of("online_softmax_attention", answers.returns_compute_dtype, seed=0)
+    assert not verdict.passed and verdict.flags == ["dtype"], verdict.diagnosis
+    assert "right values, but returned float32 for float" in verdict.diagnosis
+
+    def merge_in_float32(out_a, lse_a, out_b, lse_b):
+        out, lse = answers.merge_logaddexp(out_a.float(), lse_a.float(), out_b.float(),
+                                           lse_b.float())
+        return out.float(), lse.float()
+
+    verdict = h.verdict_of("merge_attention_states", merge_in_float32, seed=0)
+    assert not verdict.passed and verdict.flags == ["dtype"], verdict.diagnosis
+    assert "right values, but returned float32/float32 for float" in verdict.diagnosis
+
+
+def test_a_dtype_slip_beside_a_value_slip_is_said_after_it():
+    def top_left_in_float32(q, k, v, block_size=64, causal=False):
+        return answers.top_left_mask(q, k, v, block_size, causal).float()
+
+    verdict = h.verdict_of("online_softmax_attention", top_left_in_float32, seed=0)
+    assert "mistake:causal_top_left" in verdict.flags and "dtype" in verdict.flags, verdict
+    assert verdict.diagnosis.index("top-left") < verdict.diagnosis.index("Also, right values")
+
+
 def test_scores_glued_from_blocks_are_caught_by_memory():
     h.assert_named("online_softmax_attention", answers.blocks_glued_together,
                    "builds_full_scores")

@@ -165,6 +165,21 @@ def test_gradients_in_another_dtype_are_refused_with_a_reason():
     verdict = h.verdict_of("attention_backward", float64_out, seed=0, suite="visible")
     assert not verdict.passed
     assert "returned float64/float64/float64 for float32 inputs" in " ".join(verdict.details)
+    # right values in another dtype: said as that, with no reading of the values
+    assert verdict.flags == ["dtype"] and verdict.diagnosis.startswith(
+        "attention_backward: right values, but returned float64/float64/float64")
+
+
+def test_softmax_backward_keeps_the_weights_dtype():
+    """The lesson asks for weights' dtype back (round M: a float32 gradient for float16
+    weights was accepted)."""
+    def float32_out(weights, grad_weights):
+        return answers.sm_formula(weights.float(), grad_weights.float())
+
+    verdict = h.verdict_of("softmax_backward", float32_out, seed=0)
+    assert not verdict.passed and verdict.flags == ["dtype"], verdict.diagnosis
+    assert "right values, but returned float32 for float" in verdict.diagnosis
+    assert h.verdict_of("softmax_backward", answers.sm_formula, seed=0).passed
 
 
 def test_a_list_is_as_good_as_a_tuple_and_one_tensor_is_explained():

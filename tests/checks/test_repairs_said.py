@@ -107,7 +107,7 @@ def test_a_divisor_behind_a_parenthesis_is_hedged():
     repair, verdict = repaired("crossover_seq_len", crossover_parenthesised_divisor)
     assert repair is not None and "// (3 * d_model)" in repair["new"], repair
     assert "times the right one on every failing case" in verdict.diagnosis
-    assert "check that this is where the slip is" in verdict.diagnosis
+    assert "more than one place" in verdict.diagnosis  # (model-led or repair-led)
 
 
 def test_a_caret_is_read_with_the_precedence_of_a_power():

@@ -127,7 +127,7 @@ def merge_from_reference(out_a, lse_a, out_b, lse_b):
 
 def _online(q, k, v, block_size=64, causal=False, *, rescale_sum=True, rescale_acc=True,
             flip=False, divide=True, use_max=True, scale=None, skip_partial=False,
-            offset_mode="bottom_right", zero_empty=True):
+            offset_mode="bottom_right", zero_empty=True, hidden=float("-inf")):
     """A learner's loop, with switches for the slips below."""
     n_q, d = q.shape[-2], q.shape[-1]
     n_k = k.shape[-2]
@@ -143,7 +143,7 @@ def _online(q, k, v, block_size=64, causal=False, *, rescale_sum=True, rescale_a
         sc = qs @ kb.transpose(-1, -2)
         if causal:
             cols = torch.arange(kb.shape[-2]) + (0 if offset_mode == "local" else s)
-            sc = sc.masked_fill(cols[None, :] > rows, float("-inf"))
+            sc = sc.masked_fill(cols[None, :] > rows, hidden)
         if use_max:
             m_new = torch.maximum(m, sc.max(dim=-1, keepdim=True).values)
             safe = torch.where(m_new == float("-inf"), torch.zeros_like(m_new), m_new)
@@ -264,6 +264,16 @@ def nan_rows(q, k, v, block_size=64, causal=False):
     return _online(q, k, v, block_size, causal, zero_empty=False)
 
 
+def finite_fill(q, k, v, block_size=64, causal=False):
+    """Hidden keys scored -1e4: a query that sees no key averages every value."""
+    return _online(q, k, v, block_size, causal, hidden=-1e4)
+
+
+def returns_compute_dtype(q, k, v, block_size=64, causal=False):
+    """Right values, in float32 whatever q's dtype (the cast back left out)."""
+    return _online(q.float(), k.float(), v.float(), block_size, causal).float()
+
+
 # -- right ---------------------------------------------------------------------------------------
 def online_loop(q, k, v, block_size=64, causal=False):
     return _online(q, k, v, block_size, causal)
@@ -371,6 +381,7 @@ WRONG = {
         "causal_block_local_keys": block_local_mask,
         "causal_ignored": ignores_causal,
         "nan_for_empty_rows": nan_rows,
+        "finite_fill_for_hidden_keys": finite_fill,
     },
 }
 

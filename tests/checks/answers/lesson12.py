@@ -171,6 +171,21 @@ def ab_mask_only_in_forward_thoughts(q, k, v, grad_out, causal=False):
     return _learner_backward(q, k, v, grad_out, causal, mask=False)
 
 
+def ab_zeroes_hidden_weights_after_softmax(q, k, v, grad_out, causal=False):
+    """The softmax of every score, then the hidden keys' weights set to 0 (not renormalised)."""
+    dtype = q.dtype
+    q, k, v, g = q.float(), k.float(), v.float(), grad_out.float()
+    c = 1 / math.sqrt(q.shape[-1])
+    p = torch.softmax(q @ k.transpose(-1, -2) * c, dim=-1)
+    if causal:
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        p = p * torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)
+    dp = g @ v.transpose(-1, -2)
+    ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+    return (ds @ k * c).to(dtype), (ds.transpose(-1, -2) @ q * c).to(dtype), (
+        p.transpose(-1, -2) @ g).to(dtype)
+
+
 def ab_tril_from_top_left(q, k, v, grad_out, causal=False):
     return _learner_backward(q, k, v, grad_out, causal, top_left=True)
 
@@ -573,6 +588,7 @@ WRONG = {
         "row_term_dropped": ab_softmax_grad_without_row_term,
         "row_term_over_queries": ab_row_term_down_the_columns,
         "mask_ignored": ab_mask_only_in_forward_thoughts,
+        "mask_after_softmax": ab_zeroes_hidden_weights_after_softmax,
         "causal_top_left": ab_tril_from_top_left,
         "nan_for_empty_rows": ab_nan_rows,
         "softmax_over_queries": ab_softmax_dim_minus_two,

@@ -1,0 +1,140 @@
+"""Where a repair is placed (mhalib.checks.repairs, mutant_edits), for the slips round M found
+said wrongly or not at all; each slip is written here, apart from the catalogue: a second place
+that only works around the value made upstream is not said, a power's exponent regrouped
+(``d ** (1 / 2)``), a ratio of two sizes inverted (``//`` with its operands swapped), a block's
+index used as its start (``h:h + d`` for ``h * d:(h + 1) * d``), and a ratio off by a constant
+factor said by the mistake model that names the factor first."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.mutant_edits import _regroupings
+from mhalib.checks.probe import probe
+
+
+@pytest.fixture(autouse=True)
+def searching(monkeypatch):
+    """The suite switches the search off (tests/conftest.py); here it is what is tested."""
+    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "2")
+
+
+def repaired(exercise: str, func, seed: int = 1):
+    record = probe(get_exercise(exercise), func, seed, "grading")
+    return record.get("repair"), judge_record(exercise, record, seed)
+
+
+def flops_scores_squared(seq_len, d_model):
+    n, d = seq_len, d_model
+    projections = 3 * 2 * n * d * d
+    scores = 2 * n * d * d  # the slip: d where a seq_len belongs
+    weighted = 2 * n * n * d
+    output = 2 * n * d * d
+    return {"qkv_projections": projections, "scores": scores, "weighted_sum": weighted,
+            "output_projection": output, "total": projections + scores + weighted + output}
+
+
+def entropy_renormalised(weights, axis=-1):
+    p = np.asarray(weights, dtype=float)
+    with np.errstate(invalid="ignore"):
+        p = p / p.sum(axis=axis, keepdims=True)  # the slip: 0 / 0 on a row of zeros
+    logs = np.log(p, out=np.zeros_like(p), where=p > 0)
+    return -np.sum(p * logs, axis=axis)
+
+
+def attention_scale_by_precedence(q, k, v):
+    d = q.shape[-1]
+    scale = 1 / d ** 1 / 2
+    scores = q @ np.swapaxes(k, -1, -2) * scale
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    return weights @ v, weights
+
+
+def merge_heads_by_index(x):
+    batch, heads, n, d = x.shape
+    out = np.zeros((batch, n, heads * d), dtype=x.dtype)
+    for head in range(heads):
+        out[:, :, head:head + d] = x[:, head]
+    return out
+
+
+def intensity_keys_only(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                        bytes_per_element=2):
+    flops = 4 * batch_size * num_heads * seq_len * head_dim
+    read = batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element
+    return flops / read
+
+
+def test_a_second_place_that_works_around_the_upstream_value_is_not_said():
+    """Round M: using the weighted-sum count for the scores (equal by chance) leaves the wrong
+    formula in place; the scores' own line is the slip."""
+    repair, verdict = repaired("mha_flops", flops_scores_squared)
+    assert repair is not None and "also" not in repair, verdict.diagnosis
+    assert "2 * n * d * d" in repair["old"], repair
+    assert "either of two places" not in verdict.diagnosis
+
+
+def test_a_renormalisation_is_mended_where_it_is_made():
+    repair, verdict = repaired("softmax_entropy", entropy_renormalised)
+    assert repair is not None and "also" not in repair, verdict.diagnosis
+    assert "p.sum(axis=axis, keepdims=True)" in repair["old"], repair
+
+
+def test_a_power_of_a_fraction_is_regrouped():
+    said = [ast.unparse(n) for n in _regroupings(ast.parse("1 / d ** 1 / 2", mode="eval").body)]
+    assert "1 / d ** (1 / 2)" in said
+    folded = [ast.unparse(n) for n in _regroupings(
+        ast.parse("n * (n + 1) // 2", mode="eval").body)]
+    assert "n * n + 1 // 2" not in folded  # (1 // 2 is 0: a term folded away)
+    repair, verdict = repaired("attention", attention_scale_by_precedence)
+    assert repair is not None and repair["new"] == "1 / d ** (1 / 2)", verdict.diagnosis
+    assert "grouped otherwise" in verdict.diagnosis
+
+
+def gqa_ratio_inverted(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    batch, n, d_model = x.shape
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of "
+                         f"num_kv_heads={num_kv_heads}")
+    d_head = d_model // num_heads
+    n_rep = num_kv_heads // num_heads  # the slip: the ratio upside down
+    q = (x @ w_q).reshape(batch, n, num_heads, d_head).transpose(1, 2)
+    k = (x @ w_k).reshape(batch, n, num_kv_heads, d_head).transpose(1, 2)
+    v = (x @ w_v).reshape(batch, n, num_kv_heads, d_head).transpose(1, 2)
+    k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)
+    if causal:
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    out = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(1, 2).reshape(batch, n, d_model) @ w_o
+
+
+def test_a_ratio_of_two_sizes_is_tried_the_other_way_up():
+    repair, verdict = repaired("grouped_query_attention", gqa_ratio_inverted)
+    assert repair is not None, verdict.diagnosis
+    assert repair["old"] == "num_kv_heads // num_heads" and \
+        repair["new"] == "num_heads // num_kv_heads", repair
+
+
+def test_a_blocks_index_used_as_its_start_is_scaled_by_its_width():
+    repair, verdict = repaired("merge_heads", merge_heads_by_index)
+    assert repair is not None, verdict.diagnosis
+    assert "head * d:(head + 1) * d" in repair["new"], repair
+    assert "index times width" in verdict.diagnosis
+
+
+def test_a_ratio_off_by_a_factor_leads_with_the_model_that_names_the_factor():
+    """Round M: the keys-only bytes halve the denominator; the change found halves the FLOPs,
+    which undoes the factor elsewhere. The model's cause comes first, the change as one place."""
+    repair, verdict = repaired("decode_attention_intensity", intensity_keys_only)
+    assert repair is not None, verdict.diagnosis
+    assert "mistake:keys_only" in verdict.flags
+    assert verdict.diagnosis.index("bytes count only the cached keys") < verdict.diagnosis.index(
+        "One change that undoes the factor")
