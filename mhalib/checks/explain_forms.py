@@ -29,6 +29,8 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
         return None
     if e.shape != r.shape:
         return _shape(e.shape, r.shape, path, named)
+    if e.dtype.kind == r.dtype.kind == "b" and e.ndim >= 3 and e.sum() == r.sum():
+        return _mask_order(e, r, path, named)
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
         return None
     noise = _rounding(case, r.dtype)
@@ -286,6 +288,16 @@ def _factor(e, r, path, named, noise: float = 1e-9):
     return ("form:factor", f"every value of {path} is {name} times the right one: a factor of "
             f"{inverse} is {'missing' if abs(ratio) < 1 else 'one too many'} "
             "(a scale, a count or a unit).")
+
+
+def _mask_order(e, r, path, named):
+    """A mask of three or more axes (a padding mask's (B, 1, 1, N)) holding the right entries
+    read in another order of its axes (built as (N, B), then reshaped). A square 2-D mask is
+    left alone: its transpose is also the mask turned upside down."""
+    from mhalib.checks.explain_axes import axis_order
+
+    order = axis_order(e.astype(np.float64), r.astype(np.float64), named)
+    return None if order is None else ("form:axis_order", f"{path} {order}.")
 
 
 def _placement(e, r, path, named):

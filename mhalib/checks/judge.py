@@ -282,8 +282,9 @@ def judge_record(exercise_name: str, record, seed: int, suite: str = "grading") 
                                "bad_record")
     verdict = judge_outputs(exercise, seed, suite, results)
     repair = repair_of(record)
-    if not repair or verdict.passed:
-        return verdict
+    if not repair or verdict.passed or verdict.flags == ["dtype"]:
+        return verdict  # (right values in another dtype: said as that, not as a change that
+        # computes in the inputs' low precision and passes within its tolerance)
     return with_repair(verdict, repair, scalar_factor(exercise.cases(seed, suite), results,
                                                       exercise, repair))
 

@@ -13,7 +13,7 @@ import numpy as np
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
-from mhalib.checks.slips import WrongAnswers
+from mhalib.checks.slips import NO_HEAD_SCALE, WrongAnswers
 
 # other mhalib functions that compute these answers
 SPLIT_KEYS = ("_split", "_project")
@@ -323,7 +323,7 @@ class MultiHeadAttention(Exercise):
             WrongAnswer("scale_by_d_model", "each head's scores were divided by sqrt(d_model); a "
                         "head works in d_head = d_model / num_heads dimensions, so divide by "
                         "sqrt(d_head).", rescaled_queries(lambda c: np.sqrt(1 / c.args[5]))),
-            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+            WrongAnswer("no_scale", NO_HEAD_SCALE,
                         rescaled_queries(lambda c: np.sqrt(d_head(c)))),
             WrongAnswer("single_head", "the output matches one head of width d_model: split the "
                         "projections into num_heads heads before attention.", one_head),

@@ -18,7 +18,7 @@ from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
 from mhalib.checks.search_spaces import CountSearch
-from mhalib.checks.slips import WrongAnswers
+from mhalib.checks.slips import NO_HEAD_SCALE, WrongAnswers
 from mhalib.checks.torch_exercise import (
     MeasuredExercise,
     TorchCase,
@@ -186,7 +186,7 @@ class GroupedQueryAttention(TorchExercise):
             WrongAnswer("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
                         "h // (num_heads // num_kv_heads): the K/V heads were tiled (x.repeat) "
                         "rather than interleaved (repeat_interleave).", variant(tiled=True)),
-            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+            WrongAnswer("no_scale", NO_HEAD_SCALE,
                         variant(scale=1.0)),
             WrongAnswer("scale_d_model", "the scores were divided by sqrt(d_model); each head's "
                         "dot product has d_head = d_model / num_heads terms, so divide by "
@@ -477,7 +477,7 @@ class DecodeWithCache(MeasuredExercise):
             WrongAnswer("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
                         "h // (num_heads // num_kv_heads) (tiled instead of interleaved).",
                         stepwise(tiled=True)),
-            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+            WrongAnswer("no_scale", NO_HEAD_SCALE,
                         stepwise(scale=1.0)),
         ]
 

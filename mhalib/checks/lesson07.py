@@ -250,8 +250,10 @@ class MergeAttentionStates(TorchExercise):
             Symptom("nan_for_empty_rows", "rows where both sets are empty (lse_a = lse_b = -inf) "
                     "came out NaN: any difference of two -inf log-sum-exps is -inf - (-inf) = "
                     "NaN, whether it is a shift by max(lse_a, lse_b), lse_a - lse_b inside a "
-                    "sigmoid, or a softmax over the pair. Such a row needs a guard: it gets "
-                    "out = 0 and lse = -inf (e.g. shift by 0 where the max is -inf).",
+                    "sigmoid, or a softmax over the pair; or the shift is guarded but the "
+                    "division by the row's sum of weights, 0 there, is not (0 / 0). Such a row "
+                    "needs a guard: it gets out = 0 and lse = -inf (e.g. shift by 0 where the "
+                    "max is -inf).",
                     lambda case, received, meta: self._nan_only_where_both_empty(case,
                                                                                  received)),
         ]

@@ -230,9 +230,12 @@ class InductionScore(TorchExercise):
                         "earlier copy exists are i = period ... 2 * period - 1.",
                         lambda c: _mean_or_nan(_induction_entries(_weights(c), period(c),
                                                                   first=period(c) - 1))),
-            WrongAnswer("transposed", "query and key indices are swapped: that reads "
-                        "weights[h, i - period + 1, i]; the score reads row i (the query), column "
-                        "i - period + 1 (the key), weights[h, i, i - period + 1].",
+            WrongAnswer("transposed", "that reads entries above the diagonal, which causal "
+                        "weights hold as 0: query and key indices swapped (weights[h, i - period "
+                        "+ 1, i]), or a diagonal offset of the wrong sign or without the period "
+                        "(torch.diagonal's offset must be 1 - period); the score reads row i "
+                        "(the query), column i - period + 1 (the key), weights[h, i, i - period "
+                        "+ 1].",
                         lambda c: _transposed_induction(_weights(c), period(c))),
             WrongAnswer("not_averaged", "that is one weight per query (H, period), an "
                         "intermediate: average over the queries to get one score per head, "

@@ -16,6 +16,7 @@ import numpy as np
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, WrongAnswer
 from mhalib.checks.search_spaces import CountSearch
+from mhalib.checks.slips import NO_HEAD_SCALE
 from mhalib.checks.torch_exercise import (
     TorchCase,
     TorchExercise,
@@ -275,7 +276,7 @@ class MLAAttention(TorchExercise):
                         "num_heads * d_head need not equal d_model, and each head's dot product "
                         "has d_head = w_q.shape[1] // num_heads terms: divide by sqrt(d_head).",
                         torch_model(mla_variant, scale="d_model")),
-            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+            WrongAnswer("no_scale", NO_HEAD_SCALE,
                         torch_model(mla_variant, scale="none")),
             WrongAnswer("strided_heads", "head h took every num_heads-th column (h, h + H, ...): "
                         "head h owns the contiguous columns h*d_head:(h+1)*d_head of w_q, w_uk "

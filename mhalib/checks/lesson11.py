@@ -24,6 +24,7 @@ from mhalib.checks.attention_variants import softmax_rows
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 from mhalib.checks.physical import PhysicalCheck, attention_rows
 from mhalib.checks.search_spaces import CountSearch
+from mhalib.checks.slips import NO_HEAD_SCALE
 from mhalib.checks.torch_exercise import (
     MeasuredExercise,
     TorchCase,
@@ -497,7 +498,7 @@ class ChunkedPrefill(MeasuredExercise):
             WrongAnswer("drops_last_partial_chunk", "the last, shorter chunk is skipped when N "
                         "is not a multiple of chunk_size: loop over range(0, N, chunk_size) and "
                         "clip the chunk's end at N.", variant(drop_partial=True)),
-            WrongAnswer("no_scale", "the scores were not divided by sqrt(d_head).",
+            WrongAnswer("no_scale", NO_HEAD_SCALE,
                         variant(scale=1.0)),
             WrongAnswer("no_output_projection", "the merged heads were returned without the "
                         "output projection w_o.", variant(output_projection=False)),

@@ -15,6 +15,13 @@ from typing import Any
 
 from mhalib.checks.exercise import Case, WrongAnswer
 
+# the message of a per-head scale left out, where the scale is 1/sqrt(d_head): dividing by the
+# square root of a size that is 1 on the case (a batch of one, read from the wrong axis) gives
+# the same output
+NO_HEAD_SCALE = ("the scores were not divided by sqrt(d_head) (or were divided by the square "
+                 "root of a size that is 1 in this case: read the head width from the last "
+                 "axis, q.shape[-1])")
+
 
 def _no_variants(case: Case) -> list:
     return []
