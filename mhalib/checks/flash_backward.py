@@ -291,8 +291,9 @@ class FlashAttentionBackward(GradientExercise):
                         "gradient, so sum over the query blocks (or use all the queries at "
                         "once).", model(kv_from_last_query_block=True)),
             WrongAnswer("mask_forgotten_in_recompute", "with causal=True the recomputed "
-                        "scores were not masked, so exp(s - lse) gives future keys weight: "
-                        "mask the block's scores (-inf where key j > query i) before the exp.",
+                        "scores were not masked (or masked with an offset so large that it "
+                        "hides no key), so exp(s - lse) gives future keys weight: mask the "
+                        "block's scores (-inf where key j > query i) before the exp.",
                         model(causal_mode="none")),
             WrongAnswer("causal_block_local_keys", "the causal mask compares queries with key "
                         "positions inside the block (0..block_size-1); use absolute positions "

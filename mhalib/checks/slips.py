@@ -20,7 +20,8 @@ from mhalib.checks.exercise import Case, WrongAnswer
 # the same output
 NO_HEAD_SCALE = ("the scores were not divided by sqrt(d_head) (or were divided by the square "
                  "root of a size that is 1 in this case: read the head width from the last "
-                 "axis, q.shape[-1])")
+                 "axis, q.shape[-1]; or the scale was applied where it changes nothing, added "
+                 "to every score)")
 
 
 def _no_variants(case: Case) -> list:

@@ -384,6 +384,14 @@ def _same_weights(heads, weights, message) -> tuple[str, str] | None:
     if len(shapes) != 1:
         return None
     first = weights[0]
-    if all(np.allclose(w, first, atol=1e-7, equal_nan=True) for w in weights[1:]):
-        return "weights:same_for_all_heads", message
-    return None
+    if not all(np.allclose(w, first, atol=1e-7, equal_nan=True) for w in weights[1:]):
+        return None
+    seen = np.where(np.isfinite(first), first, 0.0)
+    rows = seen.reshape(-1, seen.shape[-1])
+    uniform = all(np.allclose(r[r > 1e-12], r[r > 1e-12][0], atol=1e-7)
+                  for r in rows if (r > 1e-12).any())
+    if uniform:  # equal weights on every key a query sees: the keys' scores are all equal
+        message += ("; or every key a query sees has the same score in every head (its "
+                    "weights are uniform): keys that are all equal, such as cache slots "
+                    "that were never written (zeros)")
+    return "weights:same_for_all_heads", message

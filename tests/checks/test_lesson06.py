@@ -133,3 +133,33 @@ def test_projections_written_as_a_convolution_are_seen():
     assert watch.products == [("convolution", 2, 5, 8, 3)]
     h.assert_named("decode_with_cache", decode_project_first_by_conv1d,
                    "projects_all_tokens_at_once")
+
+
+def decode_keys_never_written(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """The values are written to the zeroed cache, the keys never: every score is 0."""
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads={num_heads} is not a multiple of "
+                         f"num_kv_heads={num_kv_heads}")
+    b, n, d_model = x.shape
+    d = d_model // num_heads
+    rep = num_heads // num_kv_heads
+    k_cache = torch.zeros(b, num_kv_heads, n, d, dtype=x.dtype)
+    v_cache = torch.zeros(b, num_kv_heads, n, d, dtype=x.dtype)
+    outs = []
+    for t in range(n):
+        xt = x[:, t:t + 1]
+        q = (xt @ w_q).reshape(b, 1, num_heads, d).transpose(1, 2)
+        v_cache[:, :, t:t + 1] = (xt @ w_v).reshape(b, 1, num_kv_heads, d).transpose(1, 2)
+        k = k_cache[:, :, :t + 1].repeat_interleave(rep, dim=1)
+        v = v_cache[:, :, :t + 1].repeat_interleave(rep, dim=1)
+        w = torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1)
+        outs.append((w @ v).transpose(1, 2).reshape(b, 1, d_model) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
+def test_uniform_weights_in_every_head_also_name_keys_that_are_all_equal():
+    """The sentence audit: a cache slot never written gives every head the same (uniform)
+    weights, which the same-weights reading put down only to combined heads."""
+    verdict = h.verdict_of("decode_with_cache", decode_keys_never_written, seed=0)
+    assert "weights:same_for_all_heads" in verdict.flags, verdict.diagnosis
+    assert "cache slots that were never written" in verdict.diagnosis
