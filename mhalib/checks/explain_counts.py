@@ -178,7 +178,8 @@ def _constant_factor(rows, where, flops: bool = False) -> tuple[str, str] | None
     return "count:constant_factor", (
         f"{where} is exactly {factor} times the right one on every failing case: a constant "
         "factor too many (a constant squared along with a size, as (2 * n) ** 2 where "
-        "2 * n ** 2 is meant, or the whole part counted twice).")
+        "2 * n ** 2 is meant, a unit multiplied in, such as 2 or 4 bytes per value, or the "
+        "whole part counted twice).")
 
 
 def explain_off_by_one(exercise, recorded) -> tuple[str, str] | None:

@@ -272,8 +272,11 @@ class SoftmaxEntropy(Exercise):
                         with_reference(lambda h, c: h / c.args[0].shape[_axis(c)])),
             WrongAnswer("ignores_axis", "the entropy was taken along the last axis whatever `axis` "
                         "says.", lambda c: answer_key("softmax_entropy")(c.args[0], -1)),
-            WrongAnswer("whole_array", "the whole array was summed into one number: sum along "
-                        "`axis` only.", lambda c: np.asarray(
+            WrongAnswer("whole_array", "the whole array was summed into one number: a sum "
+                        "without axis=, or a sum of an array already flattened (a boolean index "
+                        "such as p[p > 0] returns the kept entries in one 1-D array). Keep the "
+                        "array's shape (np.where(p > 0, p * np.log(p), 0), or np.log with "
+                        "where=) and sum along `axis` only.", lambda c: np.asarray(
                             answer_key("softmax_entropy")(c.args[0].reshape(-1), -1))),
             WrongAnswer("terms_not_summed", "these are the terms -p log p, one per weight, an "
                         "intermediate: sum them along `axis` to get one entropy per "

@@ -131,8 +131,12 @@ class CrossoverSeqLen(Exercise):
             return lambda c: factor * (c.args[0] if c.args else c.kwargs["d_model"])
 
         return [
-            WrongAnswer("crossover_d_model", "that is d_model: setting 4 N^2 d equal to 8 N d^2 "
-                        "gives N = 2 d_model (both N^2 terms against all four projections).",
+            WrongAnswer("crossover_d_model", "that is d_model, what the two sides give when "
+                        "they are counted in different units or halves: the projections at 1 "
+                        "FLOP per multiply-add (4 N d^2) against the N^2 terms at 2 (4 N^2 d), "
+                        "only two projections, or the N^2 terms counted twice. Setting 4 N^2 d "
+                        "equal to 8 N d^2 gives N = 2 d_model (both N^2 terms against all four "
+                        "projections, 2 FLOPs per multiply-add everywhere).",
                         times(1)),
             WrongAnswer("no_output_projection", "that solves 4 N^2 d = 6 N d^2 (the output "
                         "projection left out); with it, 4 N^2 d = 8 N d^2 and N = 2 d_model.",
@@ -203,7 +207,9 @@ class MhaParamCount(CountSearch, Exercise):
             WrongAnswer("no_bias", "with bias=True each of the four projections also has a bias "
                         "vector of d_model entries: add 4 d_model.", count(force=False)),
             WrongAnswer("bias_ignores_flag", "with bias=False there are no bias vectors: only the "
-                        "4 d_model^2 weights.", count(force=True)),
+                        "4 d_model^2 weights. The biases were counted whatever the flag says (a "
+                        "test such as `bias is not None` is true for False too: test `if "
+                        "bias`).", count(force=True)),
             WrongAnswer("bias_d_squared", "a bias is a vector of d_model entries, not a d_model x "
                         "d_model matrix.", count(bias_size="d^2")),
             WrongAnswer("three_matrices", "W_O was left out: attention has four d_model x d_model "

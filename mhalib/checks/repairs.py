@@ -335,14 +335,16 @@ def _change(repair: dict) -> str:
     return f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}{hint}"
 
 
-def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float | None:
+def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float | str | None:
     """``k`` when every failing output is a number ``k`` times the right one (the same ``k`` on
-    every failing case), else None: a float ratio (an intensity) off by a factor is mended by a
-    change of its numerator or of its denominator, and where the repair makes it need not be
-    where the slip is. An int count is said that way only when the ``repair`` changes a
-    divisor (``6 * d // 4`` mended as ``// 3`` where the 6 should be 8; ``k`` found up to the
-    rounding of ``//``): elsewhere a count's repair says where it is off."""
-    ratios, pairs = set(), []
+    every failing case), or the name of a size of the case (``"batch_size"``, ``"1/batch_size"``)
+    when the factor is that size on every failing case, else None: a result off by a factor is
+    mended by undoing it at any of the factors of the result (a ratio's numerator or
+    denominator, a count's other coefficient), and where the repair makes it need not be where
+    the slip is (round N: a count's bytes counted twice mended at its keys-and-values 2). An int
+    count off by a divisor is found up to the rounding of ``//`` (``6 * d // 4`` mended as
+    ``// 3`` where the 6 should be 8)."""
+    ratios, pairs, named = set(), [], []
     for case, result in zip(cases, results):
         got = result.get("output") if result.get("status") == "ok" else None
         if isinstance(got, bool) or not isinstance(got, (int, float)):
@@ -357,16 +359,40 @@ def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float
             return None
         ratios.add(round(got / want, 9))
         pairs.append((got, want))
+        named.append((got / want, case))
     counts = bool(pairs) and all(isinstance(x, int) for pair in pairs for x in pair)
-    if counts and not (repair and _edits_a_divisor(repair)):
-        return None
     if len(ratios) == 1:
         return next(iter(ratios))
-    if counts:
+    size = _size_factor(exercise, named)
+    if size is not None:
+        return size
+    if counts and repair and _edits_a_divisor(repair):
         got, want = max(pairs, key=lambda pair: abs(pair[1]))  # ints: // rounds each case
         factor = got / want
         if all(abs(g - factor * w) <= 1 for g, w in pairs):
             return round(factor, 4)
+    return None
+
+
+def _size_factor(exercise, named: list) -> str | None:
+    """The name of a size of the cases (or its inverse) that every failing case's ratio equals
+    (at least two failing cases, the size not 1 on all of them)."""
+    from mhalib.checks.case_inputs import sizes
+
+    if len(named) < 2:
+        return None
+    try:
+        each = [(ratio, sizes(exercise, case)) for ratio, case in named]
+    except Exception:
+        return None
+    for name in each[0][1]:
+        values = [found.get(name) for _, found in each]
+        if any(not isinstance(v, int) or v < 1 for v in values) or all(v == 1 for v in values):
+            continue
+        if all(abs(ratio - v) <= 1e-9 * v for (ratio, _), v in zip(each, values)):
+            return name
+        if all(abs(ratio * v - 1) <= 1e-9 for (ratio, _), v in zip(each, values)):
+            return f"1/{name}"
     return None
 
 
@@ -387,7 +413,15 @@ def _edits_a_divisor(repair: dict) -> bool:
                for node in ast.walk(tree))
 
 
-def with_repair(verdict, repair: dict, factor: float | None = None):
+# what names a result's factor before a change that undoes it is said
+FACTOR_READINGS = ("mistake:", "count:", "change:", "form:factor", "units:")
+
+
+def _times(factor: float | str) -> str:
+    return f"{factor} times" if isinstance(factor, str) else f"{factor:g} times"
+
+
+def with_repair(verdict, repair: dict, factor: float | str | None = None):
     """``verdict`` (failing) with the repair said first, then what the output shows; when the
     result is only a constant ``factor`` off, the repair is one place that factor can be
     mended, and the message says so."""
@@ -398,17 +432,18 @@ def with_repair(verdict, repair: dict, factor: float | None = None):
     if repair["many"] and factor is None:
         return verdict  # several places mend it, and the result is not one factor off
     if factor is not None and "also" not in repair and any(
-            f.startswith("mistake:") for f in verdict.flags):
-        # a model says which factor is off; the one change found may undo it elsewhere
+            f.startswith(FACTOR_READINGS) for f in verdict.flags):
+        # a model or a reading says which factor is off; the one change found may undo it
+        # elsewhere (rounds M and N: a ratio's bytes mended in its FLOPs)
         verdict.diagnosis = (
-            f"{name}: {reading} (Your result is {factor:g} times the right one on every failing "
+            f"{name}: {reading} (Your result is {_times(factor)} the right one on every failing "
             f"case. One change that undoes the factor: {_change(repair)}; a factor can be undone "
             "in more than one place, so mend it where the slip is.)")
         verdict.flags = sorted(set(verdict.flags) | {"repair"})
         return verdict
     if factor is not None and "also" not in repair:
         verdict.diagnosis = (
-            f"{name}: your result is {factor:g} times the right one on every failing case, and "
+            f"{name}: your result is {_times(factor)} the right one on every failing case, and "
             f"one change mends it: {_change(repair)}. A result off by a constant factor can "
             f"often be mended in more than one place: check that this is where the slip is, not "
             f"another factor of the same result.{shows}")

@@ -39,7 +39,8 @@ CONSTANTS = (
 CONSTANT_WORDS = {
     "flops": {2: "a multiply-add is 2 FLOPs"},
     "intensity": {2: "a multiply-add is 2 FLOPs, and the cache holds both keys and values"},
-    "bytes": {2: "a cache holds both keys and values", 8: "bits instead of bytes"},
+    "bytes": {2: "a cache holds both keys and values, or a 16-bit value's 2 bytes counted "
+                 "again where bytes_per_element already holds them", 8: "bits instead of bytes"},
 }
 
 
