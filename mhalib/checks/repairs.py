@@ -361,7 +361,7 @@ def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float
         pairs.append((got, want))
         named.append((got / want, case))
     counts = bool(pairs) and all(isinstance(x, int) for pair in pairs for x in pair)
-    if len(ratios) == 1:
+    if len(ratios) == 1 and (not counts or _simple_ratio(next(iter(ratios)), len(pairs))):
         return next(iter(ratios))
     size = _size_factor(exercise, named)
     if size is not None:
@@ -372,6 +372,17 @@ def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float
         if all(abs(g - factor * w) <= 1 for g, w in pairs):
             return round(factor, 4)
     return None
+
+
+def _simple_ratio(ratio: float, cases: int) -> bool:
+    """A count's ratio read as a factor: positive, a fraction of small integers, on two failing
+    cases or more (one case's ratio may be anything: an int32 product that wrapped around)."""
+    from fractions import Fraction
+
+    if cases < 2 or ratio <= 0:
+        return False
+    near = Fraction(ratio).limit_denominator(16)
+    return abs(float(near) - ratio) <= 1e-9 * ratio and near.numerator <= 64
 
 
 def _size_factor(exercise, named: list) -> str | None:

@@ -138,3 +138,32 @@ def test_a_ratio_off_by_a_factor_leads_with_the_model_that_names_the_factor():
     assert "mistake:keys_only" in verdict.flags
     assert verdict.diagnosis.index("bytes count only the cached keys") < verdict.diagnosis.index(
         "One change that undoes the factor")
+
+
+def kv_bytes_fp16_counted_twice(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1,
+                                bytes_per_element=2):
+    per_token = 2 * num_layers * num_kv_heads * head_dim
+    return per_token * seq_len * batch_size * bytes_per_element * 2  # the 2 bytes again
+
+
+def intensity_bytes_without_batch(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                                  bytes_per_element=2):
+    flops = 4 * batch_size * num_heads * seq_len * head_dim
+    read = 2 * num_kv_heads * seq_len * head_dim * bytes_per_element  # batch_size left out
+    return flops / read
+
+
+def test_a_count_a_constant_factor_off_says_the_change_as_one_place_after_the_reading():
+    """Round N: a count's bytes counted twice was mended at its keys-and-values 2, said as
+    certain; an int count a constant factor off is now said like a ratio's."""
+    repair, verdict = repaired("kv_cache_bytes", kv_bytes_fp16_counted_twice)
+    assert repair is not None, verdict.diagnosis
+    assert "16-bit value's 2 bytes counted again" in verdict.diagnosis
+    assert verdict.diagnosis.index("16-bit") < verdict.diagnosis.index("One change that undoes")
+
+
+def test_a_ratio_off_by_one_of_the_cases_sizes_is_said_as_that_factor():
+    repair, verdict = repaired("decode_attention_intensity", intensity_bytes_without_batch)
+    assert repair is not None, verdict.diagnosis
+    assert "Your result is batch_size times the right one" in verdict.diagnosis
+    assert "can be undone in more than one place" in verdict.diagnosis
