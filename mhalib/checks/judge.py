@@ -93,22 +93,20 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
     if not failures and not dtype_only:
         return Verdict(name, True, 1.0, f"{name}: all {total} checks passed.", **counts)
     details = [f"{label}: {problem}" for label, problem in failures + dtype_only]
+    said = ""  # right values in another dtype: said as that, after any slip of the values
     if dtype_only:
         counts.update(cases_passed=passed - len(dtype_only))
         flags.add("dtype")
         more = f" and {len(dtype_only) - 1} more" if len(dtype_only) > 1 else ""
         said = f"{dtype_only[0][1]} (case '{dtype_only[0][0]}'{more})"
-        if not failures:
-            return Verdict(name, False, counts["cases_passed"] / total, f"{name}: {said}.",
-                           details, sorted(flags), **counts)
-        verdict = _judged_failures(exercise, cases, results, failures, mistakes, mistake_votes,
-                                   detections, recorded_failures, flags, details, counts, clock,
-                                   suite, until)
-        verdict.diagnosis += f" Also, {said}."
-        return verdict
-    return _judged_failures(exercise, cases, results, failures, mistakes, mistake_votes,
-                            detections, recorded_failures, flags, details, counts, clock, suite,
-                            until)
+    if not failures:
+        return Verdict(name, False, counts["cases_passed"] / total, f"{name}: {said}.",
+                       details, sorted(flags), **counts)
+    verdict = _judged_failures(exercise, cases, results, failures, mistakes, mistake_votes,
+                               detections, recorded_failures, flags, details, counts, clock,
+                               suite, until)
+    verdict.diagnosis += f" Also, {said}." if said else ""
+    return verdict
 
 
 def _dtype_problem(exercise, case, result) -> str | None:

@@ -156,7 +156,10 @@ def test_the_change_that_makes_every_case_right_is_said_at_the_learners_line(
     assert verdict.diagnosis.startswith((
         f"{exercise}: one change makes every case right: at line {repair['line']}",
         f"{exercise}: a change in either of two places makes every case right (two slips may "
-        f"cancel out, so look at both): at line {repair['line']}"))
+        f"cancel out, so look at both): at line {repair['line']}")) or (
+        # a result a factor off (one of the case's sizes: one layer of num_layers): the model
+        # that names the factor leads, the change follows as one place that undoes it
+        f"One change that undoes the factor: at line {repair['line']}" in verdict.diagnosis)
     source = func if not repair["function"] else globals()[repair["function"]]
     lines, first = __import__("inspect").getsourcelines(source)
     assert repair["old"].split("(")[0].strip() in lines[repair["line"] - first], (
