@@ -190,8 +190,9 @@ _WATCHED_C_CALLS = _AUTOGRAD_C_CALLS | _MODE_C_CALLS | _ESCAPE_C_CALLS | frozens
 
 
 def _profile_hook(report: AutogradReport, previous, exits: bool):
-    """A ``sys.setprofile`` function: ours, with ``previous`` (the probe's answer-key watch,
-    which reads only "call" events) given the "call" events.
+    """A ``sys.setprofile`` function: ours, with ``previous`` given the Python "call" and
+    "return" events (the probe's answer-key watch reads the calls; the repair search's look at
+    the learner's local variables, :func:`mhalib.checks.mutants._locals_seen`, the returns).
 
     It runs on every call the measured function makes, and on the calls inside the other
     watches (tens of thousands for one flash backward), so the common case is a comparison or
@@ -219,6 +220,8 @@ def _profile_hook(report: AutogradReport, previous, exits: bool):
             elif not _trusted(frame.f_back):
                 report.saw_evasion(f"it called torch.utils._python_dispatch.{name}, which "
                                    "takes the measuring dispatch modes off")
+        elif event == "return" and previous is not None:
+            previous(frame, event, arg)
     return hook
 
 

@@ -139,7 +139,36 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
                 meaning = (f"misses a term {term}: a part of the count left out, or counted "
                            "with a smaller coefficient or size (or subtracted)")
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
-    return _term_swapped(rows, names, where)
+    return _factor_out_of_a_term(rows, names, where) or _term_swapped(rows, names, where)
+
+
+def _factor_out_of_a_term(rows, names, where) -> tuple[str, str] | None:
+    """One term counted without one of its factors, or with one too many: the difference is
+    ``c * m * (s - 1)`` on every failing case (``m`` a product of sizes, ``s`` a size), the
+    term ``c * m * s`` counted as ``c * m`` or the other way round (round O: MLA's RoPE key
+    counted once per sequence, not once per token)."""
+    monomials = _monomials(names, (1,), TERM_FACTORS - 1)
+    for size in names:
+        for monomial in monomials:
+            terms = []
+            for _, got, want, named in rows:
+                gap = _value(monomial, named) * (named[size] - 1)
+                terms.append((want - got) / gap if gap else None)
+            constant = _nice(terms[0]) if terms[0] is not None else None
+            if constant is None or not all(t is not None and math.isclose(
+                    t, float(constant), rel_tol=1e-9) for t in terms):
+                continue
+            term = _say(monomial) if abs(constant) == 1 else f"{abs(constant)} * {_say(monomial)}"
+            if constant > 0:
+                return "count:factor_out_of_a_term", (
+                    f"{where} counts a part {term} * {size} as {term} (the same difference on "
+                    f"every failing case): the factor {size} is left out of that one term, a "
+                    f"part counted once where it belongs once per {size}.")
+            return "count:factor_out_of_a_term", (
+                f"{where} counts a part {term} as {term} * {size} (the same difference on every "
+                f"failing case): a factor {size} too many in that one term, a part counted once "
+                f"per {size} where it belongs once.")
+    return None
 
 
 def _in_units(rows, where) -> tuple[str, str] | None:

@@ -94,7 +94,15 @@ def _scalar(e, r, path, named):
 
 def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     """How a wrong size relates to the right one, when simply: one off, or one factor of a
-    product of the case's sizes one off (``4 = num_kv_heads x (n_rep - 1)``)."""
+    product of the case's sizes one off (``4 = num_kv_heads x (n_rep - 1)``); a size the case
+    already has (``6 = k.shape[3]``) is said as that first (round O: ``w @ k`` for ``w @ v``
+    was put down to a loop one step off)."""
+    sizes = [name for name, size in named.items() if size == got]
+    if sizes:
+        off = (f", or one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
+               "one step off" if abs(got - want) == 1 else "")
+        return (f" ({got} is {' = '.join(sizes[:2])}: another tensor's or axis's size, read "
+                f"where this one's belongs{off})")
     if abs(got - want) == 1:
         return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
                 "one step off)")
@@ -313,11 +321,18 @@ def _placement(e, r, path, named):
                                      for s in (1, -1)):
             return ("form:shifted", f"{path} is the right values shifted by one place along "
                     f"axis {axis}: an index is off by one.")
+        half = e.shape[axis] // 2
+        if e.shape[axis] > 2 and e.shape[axis] % 2 == 0 and np.allclose(
+                np.roll(e, half, axis), r, rtol=1e-4, atol=1e-6):
+            return ("form:halves_swapped", f"{path} is the right values with the two halves of "
+                    f"axis {axis} (of size {_say(e.shape[axis], named)}) swapped: the halves "
+                    "were joined in the other order (torch.cat([b, a]) where [a, b] belongs), "
+                    "or each was put where the other goes.")
     from mhalib.checks.explain_axes import axis_order
 
     order = axis_order(e, r, named)
     if order is not None:
         return "form:axis_order", f"{path} {order}."
     return ("form:placement", f"{path} holds the right values, but in the wrong places: a "
-            "reshape where a transpose (or permute) was needed, or the axes moved in the wrong "
-            "order, mixes the axes.")
+            "reshape where a transpose (or permute) was needed, the axes moved in the wrong "
+            "order, or parts joined (torch.cat, np.concatenate, stack) in the wrong order.")

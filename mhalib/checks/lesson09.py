@@ -189,6 +189,11 @@ class RopeAngles(_RopeExercise):
     name = "rope_angles"
     assignment = "09-rope"
     answer_key_names = ROPE_HELPERS
+    # an angle's error is what turns the pair wrongly, whatever the largest angle of the case:
+    # float32's own rounding is ~1e-6 of an angle (0.1 rad at position 131071), and a
+    # position rounded to bfloat16 (257 -> 256) is 1 rad off, which float32's default
+    # tolerance (2e-4 of the case's largest angle, 14 rad at 70001) let through (round O)
+    rtol, atol = 1e-5, 1e-6
 
     def visible_cases(self, rng):
         return [
@@ -207,6 +212,10 @@ class RopeAngles(_RopeExercise):
             RopeCase("unsorted positions, head_dim 6, base 10000 given by position",
                      (rng.permutation(20)[:7].astype(np.int64), 6, 10000.0)),
             RopeCase("one position (1000), head_dim 32", (np.array([1000]), 32)),
+            # integers past 256 that bfloat16 rounds (257 -> 256, 70001 -> 70144): positions
+            # must stay exact (round O: positions cast to the model's bfloat16)
+            RopeCase("positions 257, 263, 2003 and 70001, head_dim 8",
+                     (np.array([257, 263, 2003, 70001]), 8)),
             RopeCase("head_dim 2 (a single pair turns by the position itself)",
                      (np.arange(3, 9), 2), degenerate=True),
             RopeCase("odd head_dim 7 raises ValueError", (np.arange(4), 7), expects_error=True),

@@ -24,7 +24,7 @@ from mhalib.checks.attention_variants import softmax_rows
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer
 from mhalib.checks.physical import PhysicalCheck, attention_rows
 from mhalib.checks.search_spaces import CountSearch
-from mhalib.checks.slips import NO_HEAD_SCALE
+from mhalib.checks.slips import NO_HEAD_SCALE, WrongAnswers
 from mhalib.checks.torch_exercise import (
     MeasuredExercise,
     TorchCase,
@@ -323,7 +323,11 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
     ``mask``: "bottom_right" (right), "top_left" (query i of a chunk sees keys 0..i: SDPA's
     is_causal on a (C, stop) block), "own_chunk" (a chunk sees only its own keys, causally),
     "none_in_chunk" (a chunk sees all its own keys, future included), "excludes_self"
-    (j < position); ``drop_partial``: the last partial chunk gives zero rows.
+    (j < position), "cache_only" (a chunk sees the earlier chunks' keys, none of its own: it
+    attended before appending them; the first chunk's rows are zeros),
+    "cache_only_bottom_right" (the same, with the bottom-right mask of (C, cache) applied to
+    the cache alone: key j visible to position p when j <= p - C); ``drop_partial``: the last
+    partial chunk gives zero rows.
     """
     import torch
 
@@ -349,6 +353,10 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
             allowed = keys < stop
         elif mask == "excludes_self":
             allowed = keys < rows
+        elif mask == "cache_only":
+            allowed = (keys < start).expand(len(rows), -1)
+        elif mask == "cache_only_bottom_right":  # (the mask of the chunk over the cache alone)
+            allowed = keys <= rows - (stop - start)
         else:  # bottom_right and own_chunk
             allowed = keys <= rows
         scores = scores.masked_fill(~allowed, -torch.inf)
@@ -495,6 +503,15 @@ class ChunkedPrefill(MeasuredExercise):
             WrongAnswer("causal_excludes_self", "the causal mask is off by one: each token must "
                         "see itself too (key j <= query position, not j <).",
                         variant(mask="excludes_self")),
+            WrongAnswers("attends_before_append", "each chunk attended to the cache before its "
+                        "own keys and values were added to it: a query sees only keys of earlier "
+                        "chunks (all of them, or, with the chunk's causal mask laid over the "
+                        "cache alone, those up to its own position minus the chunk's length) "
+                        "and none of its own chunk's tokens, itself included (the first chunk "
+                        "sees no key at all). Append the chunk's keys and values first, then "
+                        "attend over the cache with the bottom-right causal mask.",
+                        variant(mask="cache_only"),
+                        lambda case: [variant(mask="cache_only_bottom_right")(case)]),
             WrongAnswer("drops_last_partial_chunk", "the last, shorter chunk is skipped when N "
                         "is not a multiple of chunk_size: loop over range(0, N, chunk_size) and "
                         "clip the chunk's end at N.", variant(drop_partial=True)),

@@ -3,7 +3,8 @@
 ``previous_token_score`` and ``induction_score`` average some entries of ``weights (H, N, N)``.
 In the coded case entry ``(i, j)`` of head 0 holds ``2 ** (i * N + j - OFFSET)`` (head 1 the
 same code counted from the other end): a sum of distinct entries is exact in float64 and its
-binary digits say which entries were summed.
+binary digits say which entries were summed (a score computed in float32 keeps its larger
+digits: each entry is read in the head whose code for it is large).
 The learner's score times a divisor m is such a sum when m is the count it divided by, so the
 smallest m whose sums name the same entries in both heads reads back both the entries the code
 averaged and what it divided by; compared with the contract's entries that names the slip:
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 OFFSET = 40  # keeps every coded weight below 1
+FLOAT32_ROUNDING = 2.0 ** -20  # a float32 score's relative error, with room for its sum
 CODED_LABEL = "float64, weights coded by position (two heads, N = 6)"
 
 
@@ -38,12 +40,62 @@ def _entries(score: float, m: int, n: int) -> list[int] | None:
     return [k for k in range(n * n) if (whole >> k) & 1]
 
 
+def _rounded_entries(score: float, m: int, n: int) -> tuple[set, int] | None:
+    """``(codes, lowest)``: the codes summed into ``score * m`` when the score was computed in
+    float32 (a learner's code often is, and casts back): read only down to code ``lowest``,
+    above what float32's rounding can reach; or None."""
+    total = score * m * 2.0 ** OFFSET
+    if not np.isfinite(total) or total <= 0 or total >= 2.0 ** (n * n):
+        return None
+    lowest = max(0, int(np.ceil(np.log2(8 * total * FLOAT32_ROUNDING))))
+    whole = round(total / 2.0 ** lowest)
+    return {k + lowest for k in range(n * n - lowest) if (whole >> k) & 1}, lowest
+
+
+def _read_rounded(scores, m: int, n: int) -> set | None:
+    """The entries both heads' rounded sums agree on, or None: each code
+    is read in the head where it is large enough to survive the rounding, and every code one
+    head reads must not be missing where the other head reads it too."""
+    first, second = _rounded_entries(scores[0], m, n), _rounded_entries(scores[1], m, n)
+    if first is None or second is None:
+        return None
+    (codes, low), (mirrored, low_mirrored) = first, second
+    highest = n * n - 1 - low_mirrored  # head 1 reads head 0's codes up to this one
+    if low > highest + 1:
+        return None  # some codes are below the rounding in both heads
+    entries = codes | {n * n - 1 - k for k in mirrored}
+    for k in entries:
+        if (k >= low and k not in codes) or (k <= highest and n * n - 1 - k not in mirrored):
+            return None
+    for score, own in ((scores[0], entries), (scores[1], {n * n - 1 - k for k in entries})):
+        mean = sum(2.0 ** (k - OFFSET) for k in own) / m  # (both scores, within the rounding)
+        if abs(score - mean) > 4 * FLOAT32_ROUNDING * mean:
+            return None
+    return {(k // n, k % n) for k in entries}
+
+
 def read_positions(scores, n: int) -> tuple[set, int] | None:
     """``(entries, divisor)`` such that each head's score is the sum of its coded entries over
-    ``divisor``, the same entries for both heads; or None."""
+    ``divisor``, the same entries for both heads; or None. Two reads can fit exactly (a row
+    of six over 7 is also two entries over 2): one in a shape code has (a diagonal over one
+    run of queries, a block) is taken before a scatter of entries, which only an exact mean
+    of its own entries may give."""
     if len(scores) != 2 or not all(np.isfinite(s) and s > 0 for s in scores):
         return None
-    for exact in (True, False):  # a mean over its own entries first, then a larger divisor
+    reads = list(_exact_reads(scores, n))
+    reads += [(entries, m) for m in range(1, n * n + 1)  # a score computed in float32
+              if (entries := _read_rounded(scores, m, n)) is not None and len(entries) == m]
+    shaped = [(entries, m) for entries, m in reads if _in_shape(entries, n)]
+    if shaped:
+        return shaped[0]
+    first = next(_exact_reads(scores, n), None)  # (a scatter only as a mean of its own
+    return first if first is not None and len(first[0]) == first[1] else None  # entries)
+
+
+def _exact_reads(scores, n: int):
+    """``(entries, m)`` read exactly (float64): means over their own entries first, then over
+    a larger divisor."""
+    for exact in (True, False):
         for m in range(1, n * n + 1):
             first, second = _entries(scores[0], m, n), _entries(scores[1], m, n)
             if first is None or second is None or len(first) != len(second):
@@ -51,14 +103,28 @@ def read_positions(scores, n: int) -> tuple[set, int] | None:
             if sorted(first) != sorted(n * n - 1 - k for k in second):
                 continue
             if len(first) == m if exact else len(first) < m:
-                return {(k // n, k % n) for k in first}, m
-    return None
+                yield {(k // n, k % n) for k in first}, m
+
+
+def _in_shape(entries: set, n: int) -> bool:
+    rows = sorted({i for i, _ in entries})
+    return _shaped(entries, n) is not None and rows == list(range(rows[0], rows[-1] + 1))
 
 
 def _say(entries: set, n: int = 0) -> str:
     """Entries in words: one diagonal over a range of queries, a block, or a list."""
     if not entries:
         return "no entries"
+    shaped = _shaped(entries, n)
+    if shaped is not None:
+        return shaped
+    listed = ", ".join(f"({i}, {j})" for i, j in sorted(entries)[:6])
+    return f"the entries {listed}{' ...' if len(entries) > 6 else ''}"
+
+
+def _shaped(entries: set, n: int = 0) -> str | None:
+    """Entries in words when they form one diagonal over a range of queries (wrapping around
+    or not) or a whole block; else None."""
     offsets = {j - i for i, j in entries}
     rows = sorted({i for i, _ in entries})
     cols = sorted({j for _, j in entries})
@@ -75,8 +141,7 @@ def _say(entries: set, n: int = 0) -> str:
             and cols == list(range(cols[0], cols[-1] + 1)):
         return (f"the whole block of queries {rows[0]}..{rows[-1]} x keys {cols[0]}..{cols[-1]}, "
                 "every entry, not one key per query")
-    listed = ", ".join(f"({i}, {j})" for i, j in sorted(entries)[:6])
-    return f"the entries {listed}{' ...' if len(entries) > 6 else ''}"
+    return None
 
 
 def diagnose_positions(right: set, scores, n: int) -> tuple[str, str] | None:

@@ -31,6 +31,7 @@ import numpy as np
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutant_edits import HINT
 from mhalib.checks.mutants import _alike, _locals_seen
+from mhalib.checks.repair_places import elsewhere
 
 MAX_TRIES = 3000
 MAX_PLACES = 2  # repairs found in more places than this: none is said
@@ -116,7 +117,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         tries = 0
         found: list = []  # repairs in different places (two slips that cancel are mended
         # in either: the message then says both)
-        for mutant in schema.mutants:
+        for mutant in _boolean_swaps_last(schema.mutants):
             if not mutant.ids & reached:
                 continue
             if mutant.swap is not None and seen is None:  # (the swaps come last)
@@ -149,13 +150,47 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         found = found[:1]
     elif len(found) == 2 and _works_around(schema, *reversed(found)):
         found = found[1:]
-    described = _described(schema, found[0])
+    truthful = _named_for_its_value(exercise, schema, failing[0], seen, started, budget_s)
+    described = _described(schema, found[0], truthful)
     if len(found) > 1:
-        described["also"] = _described(schema, found[1])
+        described["also"] = _described(schema, found[1], truthful)
     return described
 
 
+def _named_for_its_value(exercise, schema, case, seen, started, budget_s):
+    """``truthful(function, name)``: the learner's variable ``name`` is called after a size of
+    the case (``d_model``) and held that size on the first failing case, as written: a change
+    of the statement that assigns it makes the name lie, so the use may be the slip."""
+    from mhalib.checks.case_inputs import sizes
+
+    try:
+        named = sizes(exercise, case)
+    except Exception:
+        return lambda where, name: False
+    looked: dict = {} if seen is None else {"seen": seen}
+
+    def truthful(where: str, name: str) -> bool:
+        if name not in named:
+            return False
+        if "seen" not in looked:
+            looked["seen"] = _values_seen(exercise, schema, case,
+                                          budget_s - (time.perf_counter() - started)) or {}
+        value = looked["seen"].get(where, {}).get(name)
+        return isinstance(value, int) and not isinstance(value, bool) and value == named[name]
+    return truthful
+
+
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+
+
+def _boolean_swaps_last(mutants: list) -> list:
+    """``mutants`` with ``and`` for ``or`` (and back) tried after every other edit: where a
+    guard's comparison is the slip (``val <= 0`` refusing a valid 0), the swap also mends the
+    cases by making the guard refuse next to nothing (round O)."""
+    def swaps(mutant) -> bool:
+        return any(isinstance(node, ast.BoolOp) and isinstance(new, ast.BoolOp)
+                   for node, new in mutant.edits)
+    return [m for m in mutants if not swaps(m)] + [m for m in mutants if swaps(m)]
 
 
 def _works_around(schema, upstream, downstream) -> bool:
@@ -245,7 +280,7 @@ def _owned_by(func):
     return owned
 
 
-def _described(schema, mutant) -> dict:
+def _described(schema, mutant, truthful=None) -> dict:
     """The record's description of ``mutant``: the function, the line (as the learner's cell
     or file numbers it), the fragments before and after, and the lines of every place; an edit
     made in several places is shown as the smallest fragments (``s`` -> ``p``), each the same."""
@@ -264,7 +299,10 @@ def _described(schema, mutant) -> dict:
     return {"function": mutant.where, "line": lines[0], "lines": lines[:8],
             "old": old_text[:said], "new": new_text[:said],
             "places": len(mutant.edits),
-            "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), "")}
+            "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), ""),
+            "elsewhere": elsewhere(_parsed(original), mutant, first,
+                                   lambda name: truthful is not None and truthful(
+                                       mutant.where, name))[:2 * MAX_FRAGMENT]}
 
 
 def _whole_statement(mutant) -> tuple[str, str]:
@@ -299,6 +337,7 @@ def _checked(repair) -> dict | None:
     if not isinstance(repair, dict):
         return None
     texts = {k: repair.get(k) for k in ("function", "old", "new", "hint")}
+    texts["elsewhere"] = repair.get("elsewhere", "")  # (records of older versions have none)
     numbers = {k: repair.get(k) for k in ("line", "places")}
     if repair.get("many") not in (None, 1):
         return None
@@ -332,7 +371,10 @@ def _change(repair: dict) -> str:
     each = "" if repair["places"] < 2 else (
         " (one per place, in order)" if "; " in repair["old"] else " in each place")
     hint = f": {repair['hint']}" if repair["hint"] else ""
-    return f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}{hint}"
+    other = f" ({repair['elsewhere']}: mend it where the slip is)" if repair.get(
+        "elsewhere") else ""
+    return (f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}"
+            f"{hint}{other}")
 
 
 def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float | str | None:

@@ -261,9 +261,23 @@ def induction_without_last_query(weights, period):
     return torch.stack([weights[:, i, i - period + 1] for i in rows], dim=-1).mean(-1)
 
 
+def induction_block_in_float32(weights, period):
+    """Pairs meant, a block taken (two fancy indexes in a row), averaged in float32."""
+    queries = torch.arange(period, 2 * period)
+    block = weights[:, queries][:, :, queries - period + 1]
+    return block.to(torch.float32).mean(dim=(-2, -1)).to(weights.dtype)
+
+
+def previous_token_in_float32_without_first(weights):
+    keys = torch.arange(1, weights.shape[-1] - 1)
+    return weights.float()[:, keys + 1, keys].mean(-1).to(weights.dtype)
+
+
 @pytest.mark.parametrize("exercise, func, words", [
     ("previous_token_score", previous_token_block_mean, "the whole block of queries 1..5"),
     ("induction_score", induction_without_last_query, "for queries i = 3..4"),
+    ("induction_score", induction_block_in_float32, "the whole block of queries 3..5 x keys 1..3"),
+    ("previous_token_score", previous_token_in_float32_without_first, "for queries i = 2..5"),
 ])
 def test_a_head_score_says_which_weights_it_averaged(exercise, func, words):
     flags, diagnosis = flagged(exercise, func)
@@ -274,3 +288,42 @@ def test_a_coincidence_in_one_code_is_not_read_as_entries():
     from mhalib.checks.readback_positions import read_positions
 
     assert read_positions([0.3, 0.7], 6) is None  # no set of entries explains both heads
+
+
+def _shaped_sets(n: int) -> list[frozenset]:
+    """Every diagonal over one run of queries and every block of an n x n weights matrix."""
+    found = set()
+    for offset in range(1 - n, n):
+        for first in range(n):
+            for last in range(first, n):
+                rows = [i for i in range(first, last + 1) if 0 <= i + offset < n]
+                if rows:
+                    found.add(frozenset((i, i + offset) for i in rows))
+    for top in range(n):
+        for bottom in range(top, n):
+            for left in range(n):
+                for right in range(left, n):
+                    found.add(frozenset((i, j) for i in range(top, bottom + 1)
+                                        for j in range(left, right + 1)))
+    return sorted(found, key=sorted)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_a_mean_of_coded_weights_is_read_back_right_or_not_at_all(dtype):
+    """Every diagonal and block of the coded case, averaged in float64 (read back exactly),
+    in float32 (read back from the digits its rounding keeps) or in bfloat16 (mostly not
+    read): never read back as other entries."""
+    from mhalib.checks.readback_positions import coded_weights, read_positions
+
+    n = 6
+    codes = torch.tensor(coded_weights(n)).reshape(2, n * n)
+    read = wrong = 0
+    for entries in _shaped_sets(n):
+        index = torch.tensor([i * n + j for i, j in sorted(entries)])
+        scores = codes[:, index].to(dtype).mean(-1).to(torch.float64)
+        got = read_positions([float(s) for s in scores], n)
+        read += got == (set(entries), len(entries))
+        wrong += got is not None and got != (set(entries), len(entries))
+    assert wrong == 0
+    total = len(_shaped_sets(n))
+    assert read >= {torch.float64: total, torch.float32: total - 10, torch.bfloat16: 0}[dtype]

@@ -199,8 +199,9 @@ def _heads(t, num_heads):
 
 
 def _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="right", skip_tail=False,
-             scale=None, project=True, own_only=False):
-    """A learner's chunk loop with a growing K/V cache (torch.cat), with switches."""
+             scale=None, project=True, own_only=False, append_after=False):
+    """A learner's chunk loop with a growing K/V cache (torch.cat), with switches
+    (``append_after``: the chunk's keys and values are added to the cache after it attends)."""
     b, n, d_model = x.shape
     d_head = d_model // num_heads
     dtype = torch.promote_types(x.dtype, torch.float32)
@@ -214,8 +215,9 @@ def _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="right", skip
         q = _heads(xc @ w_q, num_heads).to(dtype)
         k_new = _heads(xc @ w_k, num_heads).to(dtype)
         v_new = _heads(xc @ w_v, num_heads).to(dtype)
-        k_cache = torch.cat([k_cache, k_new], dim=2)
-        v_cache = torch.cat([v_cache, v_new], dim=2)
+        if not append_after:
+            k_cache = torch.cat([k_cache, k_new], dim=2)
+            v_cache = torch.cat([v_cache, v_new], dim=2)
         k, v = (k_new, v_new) if own_only else (k_cache, v_cache)
         t = k.shape[2]
         s = q @ k.transpose(-1, -2) * (1 / math.sqrt(d_head) if scale is None else scale)
@@ -230,6 +232,9 @@ def _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="right", skip
         s = s.masked_fill(~allowed, float("-inf"))
         p = torch.softmax(s, dim=-1).nan_to_num(0.0)
         outs.append((p @ v).transpose(1, 2).reshape(b, c, d_model))
+        if append_after:
+            k_cache = torch.cat([k_cache, k_new], dim=2)
+            v_cache = torch.cat([v_cache, v_new], dim=2)
     merged = torch.cat(outs, dim=1).to(x.dtype)
     return merged @ w_o if project else merged
 
@@ -350,6 +355,18 @@ def prefill_strict_mask(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
     return _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, mask="strict")
 
 
+def prefill_appends_after_attending(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
+    """Attends over the cache of earlier chunks (no mask needed there, it thinks), then
+    appends the chunk's keys and values: a chunk never sees its own tokens."""
+    return _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, mask="none",
+                    append_after=True)
+
+
+def prefill_appends_after_with_chunk_mask(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
+    """The same, with the chunk's bottom-right mask laid over the cache alone."""
+    return _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, append_after=True)
+
+
 def prefill_skips_tail(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
     """Loops over the whole chunks only (range(n // chunk_size)): the output is shorter."""
     return _chunked(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, skip_tail=True)
@@ -444,6 +461,7 @@ WRONG = {
         "chunk_ignores_cache": prefill_own_chunk,
         "no_mask_in_chunk": prefill_unmasked_chunk,
         "causal_excludes_self": prefill_strict_mask,
+        "attends_before_append": prefill_appends_after_attending,
         "drops_last_partial_chunk": prefill_skips_tail,
         "no_scale": prefill_unscaled,
         "no_output_projection": prefill_no_w_o,
@@ -454,6 +472,7 @@ ALSO_WRONG = {
     "chunked_prefill": {
         "builds_n_by_n": prefill_full_mask_per_head,
         "drops_last_partial_chunk": prefill_skips_tail_zero_rows,
+        "attends_before_append": prefill_appends_after_with_chunk_mask,
     },
 }
 

@@ -1,0 +1,157 @@
+"""Where else a repair's change could be made (issue 22, round O).
+
+A repair (:mod:`mhalib.checks.repairs`) is one small edit that makes every case right, but a
+value can be mended where it is made or where it is used, and only one of the two is the slip:
+
+- ``d_model = x.shape[-1]`` mended as ``q.shape[-1]`` makes every case right when the scale
+  below divides by ``sqrt(d_model)``, but the slip is the scale (the name now holds a head's
+  width);
+- ``x.reshape(batch, seq_len, ...)`` mended as ``x.reshape(seq_len, batch, ...)`` makes every
+  case right when ``seq_len, batch, d_model = x.shape`` unpacked the sizes in the wrong order,
+  and the slip is the unpacking.
+
+:func:`elsewhere` says the other place, for the message to offer beside the change found.
+"""
+
+from __future__ import annotations
+
+import ast
+
+MAX_SAID = 200  # characters of the other place's description a record carries
+
+
+def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
+              truthful=lambda name: False) -> str:
+    """The other place where ``mutant``'s change (one statement of ``tree``, the function it
+    edits, whose first line is numbered ``first_line`` in the learner's cell) could be made,
+    as a phrase for the message, or ``""``. A size's assignment is offered at its use only when
+    ``truthful(name)``: the variable is named after the size of the case it held (``d_model``
+    holding d_model); ``tokens = seq_len + 1`` is the slip where it is made."""
+    if tree is None:
+        return ""
+    lines = {getattr(node, "lineno", 0) for node, _ in mutant.edits}
+    if len(lines) != 1:
+        return ""
+    line = lines.pop()
+    statement = _statement_at(tree, line)
+    if statement is None:
+        return ""
+    used = _used_later(tree, statement)
+    if used and truthful(used[0]):
+        name, at = used
+        where = ", ".join(str(first_line + n - 1) for n in at)
+        return (f"or leave that line and change the value where `{name}` is used, "
+                f"line{'s' if len(at) > 1 else ''} {where}, if `{name}` should hold what it "
+                "holds now")
+    moved = _names_moved(mutant)
+    unpacking = _unpacking_of(tree, line, moved)
+    if unpacking is not None and _read_only_at(tree, moved, line):
+        text = ast.unparse(unpacking)
+        said = f": `{text}`" if len(text) <= MAX_SAID // 2 else ""
+        return (f"or swap the names where they are assigned instead, line "
+                f"{first_line + unpacking.lineno - 1}{said}")
+    return ""
+
+
+def _statement_at(tree, line: int) -> ast.stmt | None:
+    """The innermost simple statement spanning ``line``."""
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)) \
+                and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if found is None or node.lineno >= found.lineno:
+                found = node
+    return found
+
+
+def _used_later(tree, statement) -> tuple[str, list[int]] | None:
+    """``(name, lines)``: ``statement`` assigns one plain name a size (not in a loop, not a
+    running total), which the function reads afterwards on ``lines`` (before it is assigned
+    again)."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return None
+    name = statement.targets[0].id
+    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement.value)):
+        return None  # (x = x + ...: an update, not a value made once)
+    if not _a_size(statement.value):
+        return None  # (an array computed: the edit is a part of it, not the value as a whole)
+    if any(isinstance(loop, (ast.For, ast.While)) and statement in ast.walk(loop)
+           for loop in ast.walk(tree)):
+        return None
+    end = statement.end_lineno or statement.lineno
+    reads, stored_again = [], None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and node.lineno > end:
+            if isinstance(node.ctx, ast.Store):
+                stored_again = min(stored_again or node.lineno, node.lineno)
+            else:
+                reads.append(node.lineno)
+    reads = sorted({n for n in reads if stored_again is None or n <= stored_again})
+    return (name, reads[:3]) if reads else None
+
+
+_SIZE_CALLS = {"len", "int", "float", "min", "max", "abs", "round", "sqrt", "size", "log",
+               "log2", "prod", "isqrt"}
+
+
+def _a_size(value: ast.AST) -> bool:
+    """True for an expression of sizes (``w_q.shape[0]``, ``d_model // num_heads``,
+    ``1 / math.sqrt(d)``): no matrix product, no slicing but of a shape, no call but of the
+    size functions."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return False
+        if isinstance(node, ast.Subscript) and not (
+                isinstance(node.value, ast.Attribute) and node.value.attr == "shape"):
+            return False
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if called not in _SIZE_CALLS:
+                return False
+    return True
+
+
+def _names_moved(mutant) -> set[str]:
+    """The variables the edit reads in other places: one read instead of another (a mix-up),
+    or the same names in another order."""
+    if getattr(mutant, "swap", None) is not None and None not in mutant.swap:
+        return set(mutant.swap)
+    moved: set[str] = set()
+    for node, new in mutant.edits:
+        before, after = _names_in_order(node), _names_in_order(new)
+        if sorted(before) == sorted(after) and before != after:
+            moved |= {a for a, b in zip(before, after) if a != b}
+    return moved
+
+
+def _names_in_order(node: ast.AST) -> list[str]:
+    """The names ``node`` reads, in the order the code reads them (left to right: regrouping
+    ``p * g - row`` as ``p * (g - row)`` moves no name)."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    return [name for child in ast.iter_child_nodes(node) for name in _names_in_order(child)]
+
+
+def _read_only_at(tree, names: set[str], line: int) -> bool:
+    """True when the function reads none of ``names`` but on ``line``: swapping them where they
+    are assigned then gives the same values as swapping them there."""
+    return all(node.lineno == line for node in ast.walk(tree)
+               if isinstance(node, ast.Name) and node.id in names
+               and isinstance(node.ctx, ast.Load))
+
+
+def _unpacking_of(tree, line: int, names: set[str]) -> ast.Assign | None:
+    """The last unpacking before ``line`` (``a, b, c = x.shape``) that assigns two or more of
+    ``names``."""
+    if len(names) < 2:
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and node.lineno < line and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Tuple):
+            targets = {n.id for n in node.targets[0].elts if isinstance(n, ast.Name)}
+            if len(targets & names) >= 2 and (found is None or node.lineno > found.lineno):
+                found = node
+    return found

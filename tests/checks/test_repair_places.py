@@ -1,0 +1,195 @@
+"""Where else a repair's change could be made (mhalib.checks.repair_places), and the other
+slips round O found said wrongly or not at all. Each slip is written here, apart from the
+catalogue: a size assigned right and used wrongly (the repair found edits the assignment), sizes
+unpacked in the wrong order (the repair found edits their use), a guard's comparison (not its
+``or``), a variable mixed up inside lesson 12's watched call, a shape taken from another tensor,
+two halves joined in the other order, positions rounded to bfloat16, a term without one of its
+factors, and a chunk that attends before it is cached."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.probe import probe
+from mhalib.checks.repair_places import _a_size
+
+
+@pytest.fixture(autouse=True)
+def searching(monkeypatch):
+    """The suite switches the search off (tests/conftest.py); here it is what is tested."""
+    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "2")
+
+
+def judged(exercise: str, func, seed: int = 0):
+    record = probe(get_exercise(exercise), func, seed, "grading")
+    return record.get("repair"), judge_record(exercise, record, seed)
+
+
+def _softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _split(t, heads):
+    b, n, d = t.shape
+    return t.reshape(b, n, heads, d // heads).transpose(0, 2, 1, 3)
+
+
+def mha_scaled_by_model_width(x, w_q, w_k, w_v, w_o, num_heads):
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"d_model={x.shape[-1]} is not divisible by num_heads={num_heads}")
+    q, k, v = (_split(x @ w, num_heads) for w in (w_q, w_k, w_v))
+    d_model = x.shape[-1]  # right: the model's width, named for it
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_model)  # the slip: a head's width belongs
+    heads = _softmax(scores) @ v
+    b, h, n, d = heads.shape
+    return heads.transpose(0, 2, 1, 3).reshape(b, n, h * d) @ w_o
+
+
+def split_heads_sizes_unpacked_time_first(x, num_heads):
+    n, b, width = x.shape  # the slip: (B, N, d_model) unpacked as (N, B, d_model)
+    if width % num_heads:
+        raise ValueError(f"d_model={width} is not divisible by num_heads={num_heads}")
+    return x.reshape(b, n, num_heads, width // num_heads).transpose(0, 2, 1, 3)
+
+
+def test_a_size_assigned_right_is_also_offered_where_it_is_used():
+    repair, verdict = judged("multi_head_attention", mha_scaled_by_model_width)
+    assert repair is not None and "x.shape[-1]" in repair["old"], verdict.diagnosis
+    assert "change the value where `d_model` is used" in verdict.diagnosis
+    assert "mend it where the slip is" in verdict.diagnosis
+
+
+def flops_tokens_one_too_many(seq_len, d_model):
+    tokens = seq_len + 1  # the slip is where the value is made: no other place is offered
+    parts = {"qkv_projections": 6 * tokens * d_model ** 2,
+             "scores": 2 * tokens ** 2 * d_model, "weighted_sum": 2 * tokens ** 2 * d_model,
+             "output_projection": 2 * tokens * d_model ** 2}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def test_a_value_not_named_for_a_size_is_mended_where_it_is_made():
+    repair, verdict = judged("mha_flops", flops_tokens_one_too_many)
+    assert repair is not None and "seq_len + 1" in repair["old"], verdict.diagnosis
+    assert "where `tokens` is used" not in verdict.diagnosis
+
+
+def test_names_read_in_another_order_are_also_offered_where_they_are_unpacked():
+    repair, verdict = judged("split_heads", split_heads_sizes_unpacked_time_first)
+    assert repair is not None, verdict.diagnosis
+    assert "swap the names where they are assigned" in verdict.diagnosis
+    assert "`n, b, width = x.shape`" in verdict.diagnosis
+
+
+def test_only_a_size_is_offered_where_it_is_used():
+    """An array computed in one statement is not offered "where it is used": the edit is a
+    part of it (a scale inside the scores), not the value as a whole."""
+    def size(text):
+        return _a_size(ast.parse(text, mode="eval").body)
+
+    assert size("w_q.shape[0]") and size("d // h") and size("1 / math.sqrt(len(x))")
+    assert not size("q @ k.T / np.sqrt(d)") and not size("x[:, 0]") and not size("np.exp(s)")
+
+
+def cache_bytes_refusing_zero(num_layers, kv_lora_rank, rope_head_dim, seq_len, batch_size=1,
+                              bytes_per_element=2):
+    for name, value in (("num_layers", num_layers), ("kv_lora_rank", kv_lora_rank),
+                        ("rope_head_dim", rope_head_dim), ("seq_len", seq_len)):
+        if not isinstance(value, int) or value <= 0:  # the slip: 0 is a valid rope_head_dim
+            raise ValueError(f"{name}={value!r} must be a positive int")
+    return num_layers * (kv_lora_rank + rope_head_dim) * seq_len * batch_size * bytes_per_element
+
+
+def test_a_guard_is_mended_in_its_comparison_not_by_and_for_or():
+    """``or`` swapped for ``and`` also passes every case, by a guard that refuses next to
+    nothing."""
+    repair, verdict = judged("mla_kv_cache_bytes", cache_bytes_refusing_zero)
+    assert repair is not None, verdict.diagnosis
+    assert " or " in repair["new"] and "value < 0" in repair["new"], repair
+
+
+def backward_values_from_score_gradient(q, k, v, grad_out, causal=False):
+    scale = q.shape[-1] ** -0.5
+    s = q.double() @ k.double().transpose(-1, -2) * scale
+    if causal:
+        n_q, n_k = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q), -math.inf)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    g = grad_out.double()
+    dp = g @ v.double().transpose(-1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dv = ds.transpose(-1, -2) @ g  # the slip: the probabilities p belong here
+    dq = ds @ k.double() * scale
+    dk = ds.transpose(-1, -2) @ q.double() * scale
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+def test_a_variable_mixed_up_under_lesson_12s_autograd_watch_is_repaired():
+    """The watch's profile hook passes the returns on, so the search sees the learner's local
+    variables (a mix-up is only tried between variables alike)."""
+    repair, verdict = judged("attention_backward", backward_values_from_score_gradient)
+    assert repair is not None, verdict.diagnosis
+    assert repair["old"].startswith("ds") and repair["new"].startswith("p"), repair
+
+
+def masked_attention_values_from_keys(q, k, v, mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return weights @ k, weights  # the slip: the values belong here
+
+
+def rope_halves_joined_backwards(x, positions, base=10000.0):
+    d = x.shape[-1]
+    freqs = base ** (-torch.arange(0, d // 2, dtype=torch.float64) * 2 / d)
+    angles = positions.double()[:, None] * freqs
+    cos, sin = angles.cos(), angles.sin()
+    first, second = x.double()[..., :d // 2], x.double()[..., d // 2:]
+    turned = torch.cat([first * sin + second * cos, first * cos - second * sin], dim=-1)
+    return turned.to(x.dtype)  # the slip: the halves joined in the other order
+
+
+def angles_of_bfloat16_positions(positions, head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError(f"head_dim={head_dim} is odd")
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim
+    return positions.to(torch.bfloat16).float()[:, None] * base ** -exponents
+
+
+@pytest.mark.parametrize("exercise, func, flag, words", [
+    ("masked_attention", masked_attention_values_from_keys, "form:shape",
+     "is q.shape[3] = k.shape[3]: another tensor's or axis's size"),
+    ("apply_rope", rope_halves_joined_backwards, "form:halves_swapped",
+     "the halves were joined in the other order"),
+    ("rope_angles", angles_of_bfloat16_positions, None, "positions.to(torch.bfloat16)"),
+])
+def test_a_slip_round_o_found_is_said(exercise, func, flag, words):
+    repair, verdict = judged(exercise, func)
+    assert not verdict.passed
+    assert flag is None or flag in verdict.flags, verdict.flags
+    assert words in verdict.diagnosis, verdict.diagnosis
+    assert "step off" not in verdict.diagnosis  # (w @ k's 6 is not a loop one step off)
+
+
+def cache_bytes_rope_key_per_sequence(num_layers, kv_lora_rank, rope_head_dim, seq_len,
+                                      batch_size=1, bytes_per_element=2):
+    per_layer = kv_lora_rank * seq_len + rope_head_dim  # the slip: the RoPE key is per token
+    return num_layers * per_layer * batch_size * bytes_per_element
+
+
+def test_a_term_without_one_of_its_factors_is_read_back():
+    repair, verdict = judged("mla_kv_cache_bytes", cache_bytes_rope_key_per_sequence)
+    assert "count:factor_out_of_a_term" in verdict.flags, verdict.diagnosis
+    assert "the factor seq_len is left out of that one term" in verdict.diagnosis
+    assert "rope_head_dim" in verdict.diagnosis
