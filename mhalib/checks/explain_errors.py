@@ -27,9 +27,12 @@ def explain_error(exercise, case, error: str, named: dict[str, int]) -> tuple[st
 
 
 def _say(value: int, named: dict[str, int]) -> str:
-    from mhalib.checks.explain_sizes import say_size
+    """``"8 (as many as G*d_head)"``: a size an error reports, beside the case's sizes it equals
+    (which it may equal by chance: round P's 8 keys were 2 tokens x 4 heads, not N)."""
+    from mhalib.checks.explain_sizes import names_of
 
-    return say_size(value, named)
+    found = names_of(value, named)
+    return f"{value} (as many as {' = '.join(found[:2])})" if found else f"{value}"
 
 
 def _numpy_transpose(exercise, case, last, line, named):

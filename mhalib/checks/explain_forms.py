@@ -7,6 +7,8 @@ mis-sized (named by the case's sizes), dict keys other than the contract's."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mhalib.checks.exercise import expected_of
@@ -25,6 +27,8 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
         return None
     if isinstance(e, (int, float)) and not isinstance(e, bool) and isinstance(r, (int, float)):
         return _scalar(e, r, path, named)
+    if isinstance(e, (int, float)) and not isinstance(e, bool):
+        return _not_a_number(e, r, path)
     if not isinstance(e, np.ndarray) or not isinstance(r, np.ndarray):
         return None
     if e.shape != r.shape:
@@ -37,6 +41,23 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     e, r = e.astype(np.float64), r.astype(np.float64)
     return (_nan(case, e, r, path) or _triangle(e, r, path) or _diagonal_only(e, r, path)
             or _factor(e, r, path, named, noise) or _placement(e, r, path, named))
+
+
+def _not_a_number(e, r, path) -> tuple[str, str] | None:
+    """A number expected and None returned (a path with no return: a search that found
+    nothing), or its parts returned side by side (round P)."""
+    if r is None:
+        return ("form:none", f"{path} is None: the function ended without returning a value, "
+                "on a path with no return statement (a search loop that never met its answer, "
+                "for instance because range()'s end is exclusive and stops one short, or a "
+                "return missing after the loop).")
+    if isinstance(r, (tuple, list)) and 1 < len(r) <= 8 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in r) and math.isclose(
+            sum(r), e, rel_tol=1e-9, abs_tol=1e-12):
+        return ("form:parts", f"{path} is a {type(r).__name__} of {len(r)} numbers that add up "
+                f"to the right {e!r}: the parts were returned side by side; return their sum, "
+                "one number.")
+    return None
 
 
 def _rounding(case, dtype) -> float:

@@ -75,6 +75,10 @@ class Softmax(Exercise):
             Case("axis=-2 on a square slice", (rng.normal(size=(3, 4, 4)),), {"axis": -2}),
             Case("float32 logits", (rng.normal(size=(3, 9)).astype(np.float32) * 5,)),
             Case("large negative logits (-1e4)", (-1e4 - rng.integers(0, 9, size=(2, 5)) / 8,)),
+            # -inf read as 0 (or as any finite stand-in) makes 0 the row's maximum here, and
+            # every weight underflows (round P: -inf replaced by 0 before the max)
+            Case("-inf beside logits near -1e4", (np.array([[-1e4, -np.inf, -9999.0],
+                                                            [-800.0, -np.inf, -801.0]]),)),
             Case("a single vector", (rng.normal(size=8),)),
             Case("logits of 1e4 along axis=0", (_exact_in_float32(rng.normal(size=(6, 4)) * 1e4),),
                  {"axis": 0}),

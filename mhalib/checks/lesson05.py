@@ -134,7 +134,8 @@ class CrossoverSeqLen(Exercise):
             WrongAnswer("crossover_d_model", "that is d_model, what the two sides give when "
                         "they are counted in different units or halves: the projections at 1 "
                         "FLOP per multiply-add (4 N d^2) against the N^2 terms at 2 (4 N^2 d), "
-                        "only two projections, or the N^2 terms counted twice. Setting 4 N^2 d "
+                        "only two projections, the N^2 terms counted twice, or one N^2 product "
+                        "set equal to one projection (2 N^2 d = 2 N d^2). Setting 4 N^2 d "
                         "equal to 8 N d^2 gives N = 2 d_model (both N^2 terms against all four "
                         "projections, 2 FLOPs per multiply-add everywhere).",
                         times(1)),

@@ -105,7 +105,8 @@ class SoftmaxBackward(GradientExercise):
             WrongAnswer("row_term_is_mean", "the row term is a mean over the row; it is the sum "
                         "of grad_weights * weights (the weights already sum to 1).",
                         model(row="mean")),
-            WrongAnswer("row_term_wrong_axis", "the row term was summed over the rows (axis -2) "
+            WrongAnswer("row_term_wrong_axis", "the row term was summed across the rows (over "
+                        "axis -2, or over the first axis, which is axis -2 only for 2-D weights) "
                         "instead of along each row: sum over the last axis, the one the "
                         "softmax normalised.", model(axis=-2)),
             WrongAnswer("row_term_no_keepdim", "the row sum lost its axis (keepdim=False), so "

@@ -377,6 +377,33 @@ def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, s
     return old, new_text
 
 
+def say_together(edits, aliases: dict[str, str], parents: dict[int, ast.AST]
+                 ) -> tuple[str, str]:
+    """``(old, new)`` of the smallest expression holding every edited node of ``edits``
+    (``(node, new)`` pairs), with all of them applied: edits nested in one another
+    (``head_dim // 2 + 1`` inside ``torch.arange(1, head_dim // 2 + 1)``) cannot be said as
+    fragments applied one after the other (round P)."""
+    nodes = [node for node, _ in edits]
+    shown = nodes[0]
+    while id(shown) in parents and not all(
+            any(n is inner for inner in ast.walk(shown)) for n in nodes) and not isinstance(
+            parents[id(shown)], ast.stmt):
+        shown = parents[id(shown)]
+    holder = ast.Expression(body=shown)
+    copied = copy.deepcopy(holder)
+    twins = dict(zip((id(n) for n in ast.walk(holder)), ast.walk(copied)))
+    if not all(id(n) in twins for n in nodes):
+        return "", ""
+    replace = {id(twins[id(node)]): new for node, new in edits}
+    for parent in ast.walk(copied):
+        for field, value in ast.iter_fields(parent):
+            if id(value) in replace:
+                setattr(parent, field, replace[id(value)])
+            elif isinstance(value, list):
+                value[:] = [replace.get(id(item), item) for item in value]
+    return _render(shown, aliases), _render(copied.body, aliases)
+
+
 def parents_of(tree: ast.AST) -> dict[int, ast.AST]:
     return {id(child): parent for parent in ast.walk(tree)
             for child in ast.iter_child_nodes(parent)}

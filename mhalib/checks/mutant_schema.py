@@ -185,7 +185,9 @@ def _instrument(function, active, counter, where, overrides, repairing=False):
     chains: dict[int, list[tuple[int, ast.AST]]] = {}
     mutants: list[Mutant] = []
     kinds: dict[tuple, list[tuple[int, ast.AST, tuple]]] = {}
-    def said(node, new, least=0):
+    def said(node, new, least=0, together=None):
+        if together is not None:  # several edits shown in one fragment that holds them all
+            return mutant_edits.say_together(together, aliases, parents)
         return mutant_edits.say(tree, node, new, aliases, parents, least)
 
     for node_id, alternatives in found.items():

@@ -30,6 +30,11 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
     if tree is None:
         return ""
     lines = {getattr(node, "lineno", 0) for node, _ in mutant.edits}
+    made = _made_from(tree, mutant, min(lines))
+    if made is not None:
+        name, other, statement = made
+        return (f"`{name}` is made from `{other}` at line {first_line + statement.lineno - 1}, "
+                "and how it is made there may be the slip")
     if len(lines) != 1:
         return ""
     line = lines.pop()
@@ -51,6 +56,29 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
         return (f"or swap the names where they are assigned instead, line "
                 f"{first_line + unpacking.lineno - 1}{said}")
     return ""
+
+
+def _made_from(tree, mutant, line: int) -> tuple[str, str, ast.Assign] | None:
+    """``(name, other, statement)`` when ``mutant`` reads ``other`` where the code reads
+    ``name`` and ``name`` was assigned, at or before ``line``, from an expression of ``other``
+    (``logits = np.where(np.isneginf(x), 0.0, x)``): reading ``other`` instead bypasses what
+    that statement did, and the statement may be the slip (round P)."""
+    swap = getattr(mutant, "swap", None)
+    if swap is None or None in swap:
+        return None
+    name, other = swap
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and node.lineno <= line and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
+                and any(isinstance(n, ast.Name) and n.id in (other, name)
+                        for n in ast.walk(node.value)) \
+                and (found is None or node.lineno > found.lineno):
+            found = node
+    if found is None or not any(isinstance(n, ast.Name) and n.id == other
+                                and n.lineno <= found.lineno for n in ast.walk(tree)):
+        return None
+    return name, other, found
 
 
 def _statement_at(tree, line: int) -> ast.stmt | None:

@@ -290,27 +290,37 @@ def _described(schema, mutant, truthful=None) -> dict:
     if several and mutant.swap is not None and mutant.swap[1] is not None:
         old_text, new_text = mutant.swap  # one variable read for another, wherever it is read
     elif several and any(mutant.said(n, e) != (old_text, new_text) for n, e in mutant.edits):
-        old_text, new_text = _whole_statement(mutant)
+        old_text, new_text, merged = _whole_statement(mutant)
+        several = not merged  # (edits nested in one expression: said as one change)
     original = schema.originals.get(mutant.where)
     first = getattr(getattr(original, "__code__", None), "co_firstlineno", 1)
     hints = [getattr(e, HINT, "") for _, e in mutant.edits]
     lines = sorted({first + getattr(n, "lineno", 1) - 1 for n, _ in mutant.edits})
-    said = 2 * MAX_FRAGMENT if several else MAX_FRAGMENT  # (room for every place's pair)
+    said = 2 * MAX_FRAGMENT if len(mutant.edits) > 1 else MAX_FRAGMENT  # (every place's pair)
     return {"function": mutant.where, "line": lines[0], "lines": lines[:8],
             "old": old_text[:said], "new": new_text[:said],
-            "places": len(mutant.edits),
+            "places": len(mutant.edits) if several else 1,
             "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), ""),
             "elsewhere": elsewhere(_parsed(original), mutant, first,
                                    lambda name: truthful is not None and truthful(
                                        mutant.where, name))[:2 * MAX_FRAGMENT]}
 
 
-def _whole_statement(mutant) -> tuple[str, str]:
+def _whole_statement(mutant) -> tuple[str, str, bool]:
     """Several different edits: each place's fragments, joined (``a`` -> ``b``; ``c`` -> ``d``
     reads as two fragments each side). Every place is said, as many as the lines listed: a
-    place left out of the text would leave its slip in the code."""
+    place left out of the text would leave its slip in the code. Fragments that overlap (one
+    edit inside another's fragment) are said as one expression holding both, both applied."""
     pairs = [mutant.said(n, e) for n, e in mutant.edits[:8]]
-    return "; ".join(old for old, _ in pairs), "; ".join(new for _, new in pairs)
+    olds = [old for old, _ in pairs]
+    if any(a in b for i, a in enumerate(olds) for j, b in enumerate(olds) if i != j):
+        try:
+            together = mutant.said(None, None, together=list(mutant.edits[:8]))
+        except TypeError:  # (a key mutant's renderer: fragments only)
+            together = ("", "")
+        if together[0] and together[1] and max(map(len, together)) <= 2 * MAX_FRAGMENT:
+            return together[0], together[1], True
+    return "; ".join(olds), "; ".join(new for _, new in pairs), False
 
 
 @contextlib.contextmanager

@@ -57,8 +57,9 @@ def online_softmax_heads(exercise, case, output) -> list[Head]:
         for h in range(q.shape[1]):
             heads.append(Head(f"batch {b}, head {h}", q[b, h], k[b, h], v[b, h], out[b, h],
                               allowed, 1 / math.sqrt(q.shape[-1]),
-                              [("the output is a weighted sum of the KEYS: k and v were swapped "
-                                "in the weighted sum (out = p @ v)", k[b, h], None)]))
+                              [("the output is a weighted sum of the KEYS: k where v belongs "
+                                "in the weighted sum (out = p @ v), or k and v swapped", k[b, h],
+                                None)]))
     return heads
 
 
@@ -148,8 +149,9 @@ def _projected_heads(x, w_q, w_k, w_v, merged, num_heads, num_kv_heads, causal):
             options = [(f"query head {h} averages the values of K/V head {other}, not {g}: "
                         f"query head h must read group h // (num_heads // num_kv_heads)",
                         v[other], k[other]) for other in range(num_kv_heads) if other != g]
-            options.append(("the output is a weighted sum of the KEYS: the keys and values were "
-                            "swapped (w_k used for the values)", k[g], k[g]))
+            options.append(("the output is a weighted sum of the KEYS: the values were made "
+                            "with the keys' weight or read from the keys (w_k where w_v belongs, "
+                            "k where v belongs, or the two swapped)", k[g], k[g]))
             options.append((STRIDED.format(h=g), strided[g], None))
             heads.append(Head(f"batch {b}, head {h}", q[h], k[g], v[g], out[h], allowed,
                               1 / math.sqrt(d_head), options))

@@ -193,3 +193,66 @@ def test_a_term_without_one_of_its_factors_is_read_back():
     assert "count:factor_out_of_a_term" in verdict.flags, verdict.diagnosis
     assert "the factor seq_len is left out of that one term" in verdict.diagnosis
     assert "rope_head_dim" in verdict.diagnosis
+
+
+def angles_pairs_counted_from_one(positions, head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError(f"head_dim={head_dim} is odd")
+    i = torch.arange(1, head_dim // 2 + 1, dtype=torch.float64)  # the slip: pairs from 1
+    return (positions.double()[:, None] * base ** (-2 * i / head_dim)).float()
+
+
+def test_edits_nested_in_one_expression_are_said_as_one_change():
+    """Round P: `head_dim // 2 + 1` mended inside `torch.arange(1, head_dim // 2 + 1)` cannot
+    be said as two fragments applied one after the other."""
+    repair, verdict = judged("rope_angles", angles_pairs_counted_from_one)
+    assert repair is not None, verdict.diagnosis
+    assert repair["places"] == 1 and "; " not in repair["old"], repair
+    assert repair["new"].startswith("torch.arange(0, head_dim // 2"), repair
+
+
+def crossover_searched_below_it(d_model):
+    for n in range(1, 2 * d_model):  # the slip: the end is exclusive, 2 d_model is never tried
+        if 4 * n * n * d_model >= 8 * n * d_model * d_model:
+            return n
+
+
+def param_count_in_two_parts(d_model, bias=True):
+    return 4 * d_model * d_model, (4 * d_model if bias else 0)
+
+
+def gqa_kv_split_into_query_heads(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+
+    def heads(t, count):
+        return t.reshape(b, n, count, -1).transpose(1, 2)
+
+    q = heads(x @ w_q, num_heads)
+    k, v = heads(x @ w_k, num_heads), heads(x @ w_v, num_heads)  # the slip: num_kv_heads
+    rep = num_heads // num_kv_heads
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    scores = (q * k).sum(-1, keepdim=True) if False else q @ k.transpose(-2, -1)
+    scores = scores / math.sqrt(d_head)
+    if causal:
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+    out = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(1, 2).reshape(b, n, d_model) @ w_o
+
+
+@pytest.mark.parametrize("exercise, func, flag, words", [
+    ("crossover_seq_len", crossover_searched_below_it, "form:none",
+     "ended without returning a value"),
+    ("mha_param_count", param_count_in_two_parts, "form:parts", "return their sum"),
+])
+def test_a_number_expected_and_something_else_returned_is_said(exercise, func, flag, words):
+    _, verdict = judged(exercise, func)
+    assert flag in verdict.flags and words in verdict.diagnosis, verdict.diagnosis
+
+
+def test_a_size_in_an_error_is_said_as_equal_to_the_cases_sizes_not_as_them():
+    """Round P: an 8 in a shape error was called "(G*d_head)" and "(N)" where it was 2 tokens x
+    4 heads; the sizes it equals are said as sizes it equals."""
+    _, verdict = judged("grouped_query_attention", gqa_kv_split_into_query_heads)
+    assert "raised:broadcast" in verdict.flags or "raised:matmul" in verdict.flags, verdict.flags
+    assert "(as many as " in verdict.diagnosis, verdict.diagnosis
