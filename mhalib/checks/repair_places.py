@@ -32,9 +32,11 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
     lines = {getattr(node, "lineno", 0) for node, _ in mutant.edits}
     made = _made_from(tree, mutant, min(lines))
     if made is not None:
-        name, other, statement = made
-        return (f"`{name}` is made from `{other}` at line {first_line + statement.lineno - 1}, "
-                "and how it is made there may be the slip")
+        name, other, at = made
+        where = (f"line {first_line + at[0] - 1}" if len(at) == 1 else
+                 f"lines {first_line + at[0] - 1}-{first_line + at[-1] - 1}")
+        return (f"`{name}` is made from `{other}` at {where}, and how it is made there may be "
+                "the slip")
     if len(lines) != 1:
         return ""
     line = lines.pop()
@@ -58,27 +60,32 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
     return ""
 
 
-def _made_from(tree, mutant, line: int) -> tuple[str, str, ast.Assign] | None:
-    """``(name, other, statement)`` when ``mutant`` reads ``other`` where the code reads
-    ``name`` and ``name`` was assigned, at or before ``line``, from an expression of ``other``
-    (``logits = np.where(np.isneginf(x), 0.0, x)``): reading ``other`` instead bypasses what
-    that statement did, and the statement may be the slip (round P)."""
+def _made_from(tree, mutant, line: int) -> tuple[str, str, list[int]] | None:
+    """``(name, other, lines)`` when ``mutant`` reads ``other`` wherever the code reads
+    ``name``, and ``name`` was made from ``other`` on ``lines`` before ``line`` (``logits =
+    np.asarray(x)`` then ``logits = np.where(np.isneginf(logits), 0.0, logits)``): reading
+    ``other`` instead bypasses what those statements did, and they may be the slip (round P)."""
     swap = getattr(mutant, "swap", None)
     if swap is None or None in swap:
         return None
     name, other = swap
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and node.lineno <= line and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
-                and any(isinstance(n, ast.Name) and n.id in (other, name)
-                        for n in ast.walk(node.value)) \
-                and (found is None or node.lineno > found.lineno):
-            found = node
-    if found is None or not any(isinstance(n, ast.Name) and n.id == other
-                                and n.lineno <= found.lineno for n in ast.walk(tree)):
-        return None
-    return name, other, found
+    reads = sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                for n in ast.walk(tree))
+    if len(mutant.edits) < reads:
+        return None  # (read elsewhere as it is: the value made is used, the slip is here)
+    made: list[int] = []
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                        and n.lineno <= line and len(n.targets) == 1
+                        and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name),
+                       key=lambda n: n.lineno):
+        names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        if other in names and name not in names:
+            made = [node.lineno]  # (made afresh from ``other``)
+        elif name in names and made:
+            made.append(node.lineno)  # (then changed)
+        else:
+            made = []
+    return (name, other, made) if made else None
 
 
 def _statement_at(tree, line: int) -> ast.stmt | None:

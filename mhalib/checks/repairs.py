@@ -313,7 +313,7 @@ def _whole_statement(mutant) -> tuple[str, str, bool]:
     edit inside another's fragment) are said as one expression holding both, both applied."""
     pairs = [mutant.said(n, e) for n, e in mutant.edits[:8]]
     olds = [old for old, _ in pairs]
-    if any(a in b for i, a in enumerate(olds) for j, b in enumerate(olds) if i != j):
+    if any(a != b and a in b for a in olds for b in olds):
         try:
             together = mutant.said(None, None, together=list(mutant.edits[:8]))
         except TypeError:  # (a key mutant's renderer: fragments only)

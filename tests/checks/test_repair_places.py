@@ -137,6 +137,18 @@ def test_a_variable_mixed_up_under_lesson_12s_autograd_watch_is_repaired():
     repair, verdict = judged("attention_backward", backward_values_from_score_gradient)
     assert repair is not None, verdict.diagnosis
     assert repair["old"].startswith("ds") and repair["new"].startswith("p"), repair
+    assert "is made from" not in verdict.diagnosis  # (ds is read elsewhere as it is: right)
+
+
+def jacobian_of_softmax_again(p):
+    s = np.exp(p) / np.exp(p).sum()  # the slip: p is already the softmax
+    return np.diag(s) - np.outer(s, s)
+
+
+def test_a_variable_bypassed_wherever_it_is_read_points_at_where_it_is_made():
+    repair, verdict = judged("softmax_jacobian", jacobian_of_softmax_again)
+    assert repair is not None, verdict.diagnosis
+    assert "`s` is made from `p` at line" in verdict.diagnosis, verdict.diagnosis
 
 
 def masked_attention_values_from_keys(q, k, v, mask=None):
