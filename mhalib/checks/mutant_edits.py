@@ -128,9 +128,11 @@ def _loop_assignments(tree: ast.FunctionDef) -> tuple[set[int], dict[int, str]]:
 def _call_closed_elsewhere(node) -> list[ast.AST]:
     """A call's closing parenthesis moved across one operator: ``f(a) - b`` for ``f(a - b)``
     (``np.diag(p - np.outer(p, p))``), and ``f(a - b)`` for ``f(a) - b``."""
-    def one_argument(call) -> bool:
+    def one_argument(call) -> bool:  # (never len(): len(names * n) builds n copies of the
+        # list in one uninterruptible step, 8 s in a visible check of round P)
         return isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords \
-            and not isinstance(call.args[0], ast.Starred)
+            and not isinstance(call.args[0], ast.Starred) and not (
+                isinstance(call.func, ast.Name) and call.func.id == "len")
 
     if one_argument(node) and isinstance(node.args[0], ast.BinOp):
         inner = node.args[0]

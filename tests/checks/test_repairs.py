@@ -408,11 +408,19 @@ def backward_flops_counted_by_names(seq_len, head_dim, recompute=True):
     return per_product * len(names)
 
 
-def test_no_edit_turns_a_count_into_copies_of_a_list():
-    """len(names) left out would make per_product * names: billions of copies of a list, built
-    in one step of C that no time limit interrupts. The search must never try it."""
+def backward_flops_len_times_count(seq_len, head_dim, recompute=True):
+    per_product = 2 * seq_len * seq_len * head_dim
+    names = ["grad_v", "grad_q", "grad_k"] + (["scores"] if recompute else [])
+    return len(names) * per_product
+
+
+@pytest.mark.parametrize("func", [backward_flops_counted_by_names,
+                                  backward_flops_len_times_count])
+def test_no_edit_turns_a_count_into_copies_of_a_list(func):
+    """len(names) left out would make per_product * names, and its parenthesis moved
+    len(names * per_product) (round P: 8 s in a visible check): billions of copies of a list,
+    built in one step of C that no time limit interrupts. The search must never try it."""
     checker = get_exercise("attention_backward_flops")
-    func = backward_flops_counted_by_names
     record = probe(checker, func, 1, "grading", repair_budget_s=0)
     cases = checker.cases(1, "grading")
     started = time.perf_counter()
