@@ -15,20 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from mhalib.checks import get_exercise, judge_record
-from mhalib.checks.probe import probe
 from mhalib.checks.repair_places import _a_size
+from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.usefixtures("searching")
 
 
-@pytest.fixture(autouse=True)
-def searching(monkeypatch):
-    """The suite switches the search off (tests/conftest.py); here it is what is tested."""
-    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "2")
-
-
-def judged(exercise: str, func, seed: int = 0):
-    record = probe(get_exercise(exercise), func, seed, "grading")
-    return record.get("repair"), judge_record(exercise, record, seed)
+def judged(exercise: str, func):
+    return repaired(exercise, func, seed=0)
 
 
 def _softmax(s):

@@ -17,21 +17,9 @@ import torch
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.probe import VISIBLE_REPAIR_BUDGET_S, _repair_budget, probe
 from mhalib.checks.repairs import find_repair, repair_of
+from tests.checks.repair_harness import recorded, repaired, searching  # noqa: F401 (fixture)
 
-
-@pytest.fixture(autouse=True)
-def searching(monkeypatch):
-    """The suite switches the search off (tests/conftest.py); here it is what is tested."""
-    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "2")
-
-
-def recorded(exercise: str, func, seed: int = 1, suite: str = "grading", **kwargs):
-    return probe(get_exercise(exercise), func, seed, suite, **kwargs)
-
-
-def repaired(exercise: str, func, seed: int = 1):
-    record = recorded(exercise, func, seed)
-    return record.get("repair"), judge_record(exercise, record, seed)
+pytestmark = pytest.mark.usefixtures("searching")
 
 
 # -- slips, each with the change that mends it ----------------------------------------------

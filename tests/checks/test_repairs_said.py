@@ -12,20 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.explain import _same_factor_everywhere
-from mhalib.checks.probe import probe
+from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
 
-
-@pytest.fixture(autouse=True)
-def searching(monkeypatch):
-    """The suite switches the search off (tests/conftest.py); here it is what is tested."""
-    monkeypatch.setenv("MHALIB_REPAIR_BUDGET_S", "2")
-
-
-def repaired(exercise: str, func, seed: int = 1):
-    record = probe(get_exercise(exercise), func, seed, "grading")
-    return record.get("repair"), judge_record(exercise, record, seed)
+pytestmark = pytest.mark.usefixtures("searching")
 
 
 def _softmax(s):
