@@ -217,8 +217,9 @@ def _broadcast(exercise, case, last, line, named):
         return ("broadcast", f"two tensors combined element by element disagree on dimension "
                 f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
                 "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "
-                "to a sum, mean or max without keepdim=True, so that its other axes line up "
-                "against the wrong ones.")
+                "to a sum, mean or max without keepdim=True, or is a value per row (a row's "
+                "maximum, sum or log-sum-exp, an lse passed in) used without its trailing axis "
+                "(x[..., None]), so that its other axes line up against the wrong ones.")
     if numpy_style:
         return ("broadcast", f"two arrays combined element by element have shapes that do not "
                 f"broadcast ({numpy_style.group(1)[:80]}); a keepdims=True, a new axis or a "
