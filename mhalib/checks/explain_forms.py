@@ -118,7 +118,9 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     product of the case's sizes one off (``4 = num_kv_heads x (n_rep - 1)``); a size the case
     already has (``6 = k.shape[3]``) is said as that first (round O: ``w @ k`` for ``w @ v``
     was put down to a loop one step off)."""
-    sizes = [name for name, size in named.items() if size == got]
+    from mhalib.checks.explain_sizes import names_of
+
+    sizes = names_of(got, named)
     if sizes:
         off = (f", or one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
                "one step off" if abs(got - want) == 1 else "")

@@ -82,14 +82,16 @@ def read_positions(scores, n: int) -> tuple[set, int] | None:
     of its own entries may give."""
     if len(scores) != 2 or not all(np.isfinite(s) and s > 0 for s in scores):
         return None
-    reads = list(_exact_reads(scores, n))
-    reads += [(entries, m) for m in range(1, n * n + 1)  # a score computed in float32
-              if (entries := _read_rounded(scores, m, n)) is not None and len(entries) == m]
-    shaped = [(entries, m) for entries, m in reads if _in_shape(entries, n)]
-    if shaped:
-        return shaped[0]
-    first = next(_exact_reads(scores, n), None)  # (a scatter only as a mean of its own
-    return first if first is not None and len(first[0]) == first[1] else None  # entries)
+    exact = list(_exact_reads(scores, n))
+    shaped = next((read for read in exact if _in_shape(read[0], n)), None)
+    if shaped is not None:
+        return shaped
+    for m in range(1, n * n + 1):  # a score computed in float32, read in shape only
+        entries = _read_rounded(scores, m, n)
+        if entries is not None and len(entries) == m and _in_shape(entries, n):
+            return entries, m
+    # a scatter of entries only as an exact mean of its own entries
+    return exact[0] if exact and len(exact[0][0]) == exact[0][1] else None
 
 
 def _exact_reads(scores, n: int):

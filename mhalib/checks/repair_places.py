@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 
 MAX_SAID = 200  # characters of the other place's description a record carries
+SIMPLE_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
 
 
 def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
@@ -92,7 +93,7 @@ def _statement_at(tree, line: int) -> ast.stmt | None:
     """The innermost simple statement spanning ``line``."""
     found = None
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)) \
+        if isinstance(node, SIMPLE_STATEMENTS) \
                 and node.lineno <= line <= (node.end_lineno or node.lineno):
             if found is None or node.lineno >= found.lineno:
                 found = node

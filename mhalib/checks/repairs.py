@@ -31,7 +31,7 @@ import numpy as np
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutant_edits import HINT
 from mhalib.checks.mutants import _alike, _locals_seen
-from mhalib.checks.repair_places import elsewhere
+from mhalib.checks.repair_places import SIMPLE_STATEMENTS, elsewhere
 
 MAX_TRIES = 3000
 MAX_PLACES = 2  # repairs found in more places than this: none is said
@@ -180,7 +180,6 @@ def _named_for_its_value(exercise, schema, case, seen, started, budget_s):
     return truthful
 
 
-_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
 
 
 def _boolean_swaps_last(mutants: list) -> list:
@@ -207,7 +206,7 @@ def _works_around(schema, upstream, downstream) -> bool:
         return False
     assigned, read = set(), set()
     for statement in ast.walk(tree):
-        if not isinstance(statement, _SIMPLE):
+        if not isinstance(statement, SIMPLE_STATEMENTS):
             continue
         span = range(statement.lineno, (statement.end_lineno or statement.lineno) + 1)
         names = [n for n in ast.walk(statement) if isinstance(n, ast.Name)]
@@ -314,10 +313,7 @@ def _whole_statement(mutant) -> tuple[str, str, bool]:
     pairs = [mutant.said(n, e) for n, e in mutant.edits[:8]]
     olds = [old for old, _ in pairs]
     if any(a != b and a in b for a in olds for b in olds):
-        try:
-            together = mutant.said(None, None, together=list(mutant.edits[:8]))
-        except TypeError:  # (a key mutant's renderer: fragments only)
-            together = ("", "")
+        together = mutant.said(None, None, together=list(mutant.edits[:8]))
         if together[0] and together[1] and max(map(len, together)) <= 2 * MAX_FRAGMENT:
             return together[0], together[1], True
     return "; ".join(olds), "; ".join(new for _, new in pairs), False
