@@ -146,15 +146,64 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 schema.active.clear()
     if not found:
         return None
+    with _quiet():
+        cancels = _cancelling(exercise, schema, failing[0], found, seen, started, budget_s)
+    if len(found) == 2 and bool(cancels[0]) != bool(cancels[1]):
+        keep = 0 if not cancels[0] else 1  # the other place only cancels the slip
+        found, cancels = found[keep:keep + 1], cancels[keep:keep + 1]
     if len(found) == 2 and _works_around(schema, *found):
-        found = found[:1]
+        found, cancels = found[:1], cancels[:1]
     elif len(found) == 2 and _works_around(schema, *reversed(found)):
-        found = found[1:]
+        found, cancels = found[1:], cancels[1:]
     truthful = _named_for_its_value(exercise, schema, failing[0], seen, started, budget_s)
-    described = _described(schema, found[0], truthful)
-    if len(found) > 1:
-        described["also"] = _described(schema, found[1], truthful)
-    return described
+    with _quiet():
+        described = [{**_described(schema, mutant, truthful), "cancels": _names(broken)}
+                     for mutant, broken in zip(found, cancels)]
+    if len(described) > 1:
+        described[0]["also"] = described[1]
+    return described[0]
+
+
+def _cancelling(exercise, schema, case, found, seen, started, budget_s) -> list[list]:
+    """For each repair of ``found``, the learner's variables that held a value the answer
+    key computes on ``case`` and that the repair makes wrong
+    (:func:`mhalib.checks.repair_cancels.broken_by`): such a repair cancels the slip elsewhere.
+    Empty lists when there is no time left to look."""
+    from mhalib.checks.case_inputs import sizes
+    from mhalib.checks.repair_cancels import broken_by, key_values
+
+    none = [[] for _ in found]
+    pool = key_values(exercise, case)
+    if not pool:
+        return none
+    before = seen if seen is not None else _values_seen(
+        exercise, schema, case, budget_s - (time.perf_counter() - started))
+    if not before:
+        return none
+    try:
+        named = sizes(exercise, case)
+    except Exception:
+        named = {}
+    broken = []
+    for mutant in found:
+        schema.active.clear()
+        schema.active.update(mutant.ids)
+        try:
+            after = _values_seen(exercise, schema, case,
+                                 budget_s - (time.perf_counter() - started))
+        finally:
+            schema.active.clear()
+        if after is None:
+            return none
+        broken.append(broken_by(before, after, pool, named))
+    return broken
+
+
+def _names(broken: list) -> str:
+    """``flops`` or ``flops`` and ``total`` (two at most; its function when not the learner's
+    exercise function)."""
+    said = [f"`{name}`" + (f" (in {where})" if where else "") for where, name in broken[:2]]
+    return " and ".join(said)[:MAX_FRAGMENT]
 
 
 def _named_for_its_value(exercise, schema, case, seen, started, budget_s):
@@ -344,6 +393,7 @@ def _checked(repair) -> dict | None:
         return None
     texts = {k: repair.get(k) for k in ("function", "old", "new", "hint")}
     texts["elsewhere"] = repair.get("elsewhere", "")  # (records of older versions have none)
+    texts["cancels"] = repair.get("cancels", "")
     numbers = {k: repair.get(k) for k in ("line", "places")}
     if repair.get("many") not in (None, 1):
         return None
@@ -366,6 +416,9 @@ def repair_sentence(repair: dict) -> str:
     if "also" in repair:
         return ("a change in either of two places makes every case right (two slips may "
                 f"cancel out, so look at both): {_change(repair)}; or {_change(repair['also'])}.")
+    if repair.get("cancels"):
+        return (f"one change makes every case right, but it is not where the slip is: "
+                f"{_change(repair)}.")
     return f"one change makes every case right: {_change(repair)}."
 
 
@@ -379,8 +432,11 @@ def _change(repair: dict) -> str:
     hint = f": {repair['hint']}" if repair["hint"] else ""
     other = f" ({repair['elsewhere']}: mend it where the slip is)" if repair.get(
         "elsewhere") else ""
+    cancels = (f" (that change makes {repair['cancels']} wrong, which held the value the answer "
+               "key computes: it only cancels a slip elsewhere, in a value combined with it or "
+               "computed after it)") if repair.get("cancels") else ""
     return (f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}"
-            f"{hint}{other}")
+            f"{hint}{other}{cancels}")
 
 
 def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float | str | None:
@@ -501,9 +557,10 @@ def with_repair(verdict, repair: dict, factor: float | str | None = None):
         verdict.flags = sorted(set(verdict.flags) | {"repair"})
         return verdict
     if factor is not None and "also" not in repair:
+        does = "undoes" if repair.get("cancels") else "mends"
         verdict.diagnosis = (
             f"{name}: your result is {_times(factor)} the right one on every failing case, and "
-            f"one change mends it: {_change(repair)}. A result off by a constant factor can "
+            f"one change {does} it: {_change(repair)}. A result off by a constant factor can "
             f"often be mended in more than one place: check that this is where the slip is, not "
             f"another factor of the same result.{shows}")
         verdict.flags = sorted(set(verdict.flags) | {"repair"})

@@ -206,10 +206,46 @@ def intensity_doubled_at_the_end(num_heads, num_kv_heads, head_dim, seq_len, bat
     return 2 * flops / read
 
 
-def test_two_places_that_mend_the_result_are_both_said():
+def test_of_two_places_the_one_that_keeps_a_right_value_right_is_said():
+    # the bytes' 4 can be mended, or the right FLOPs halved to cancel it: the learner's
+    # ``flops`` holds what the answer key computes, so only the bytes are said
     repair, verdict = repaired("decode_attention_intensity", intensity_bytes_doubled)
-    assert "also" in repair and {repair["line"], repair["also"]["line"]} == {
-        repair["line"], repair["line"] + 1}
+    first = intensity_bytes_doubled.__code__.co_firstlineno
+    assert "also" not in repair and repair["line"] == first + 3
+    assert repair["old"] == "4 * batch_size" and not repair["cancels"]
+    assert f"One change that undoes the factor: at line {first + 3}," in verdict.diagnosis
+
+
+def intensity_bytes_for_one_sequence(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                                     bytes_per_element=2):
+    flops = 4 * batch_size * num_heads * seq_len * head_dim
+    cache = 2 * num_kv_heads * seq_len * head_dim * bytes_per_element  # batch_size left out
+    return flops / cache
+
+
+def test_a_change_that_makes_a_right_value_wrong_is_said_not_to_be_the_slip():
+    # no edit puts batch_size back into the bytes; dropping it from the FLOPs passes every
+    # case, and makes the learner's right ``flops`` wrong: it is said as cancelling the slip
+    repair, verdict = repaired("decode_attention_intensity", intensity_bytes_for_one_sequence)
+    first = intensity_bytes_for_one_sequence.__code__.co_firstlineno
+    assert repair["line"] == first + 2 and repair["cancels"] == "`flops`"
+    assert "makes `flops` wrong, which held the value the answer key computes" in \
+        verdict.diagnosis
+    assert "one change mends it" not in verdict.diagnosis
+
+
+def intensity_in_one_line(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                          bytes_per_element=2):
+    return (4 * batch_size * num_heads * seq_len * head_dim) / (
+        4 * batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element)
+
+
+def test_two_places_that_mend_the_result_are_both_said():
+    # with no value of the learner's on the way, nothing tells the FLOPs' 4 from the bytes' 4
+    repair, verdict = repaired("decode_attention_intensity", intensity_in_one_line)
+    first = intensity_in_one_line.__code__.co_firstlineno
+    assert "also" in repair and {repair["line"], repair["also"]["line"]} == {first + 2,
+                                                                              first + 3}
     assert "a change in either of two places makes every case right" in verdict.diagnosis
 
 

@@ -1,0 +1,175 @@
+"""A repair that turns a right value wrong only cancels the slip (issue 22, round Q).
+
+A repair is found by its output: the edited code passes every case. Where the slip leaves out a
+factor the edits cannot put back (a count's bytes missing the 2 for keys and values), the
+search can still find a change that undoes the factor somewhere else (the FLOPs counted for
+one batch instead of every one), and the change is then not the slip. What tells the two apart
+is the learner's own values on the way: the answer key computes its FLOPs, and the learner's
+``flops`` held exactly that before the change and no longer does after it. A change that makes
+a value the key also computes wrong is not where the slip is; the judge says so instead of
+presenting it as the fix (:func:`broken_by`).
+
+Only distinctive values count as the key's: arrays of four or more values, not all equal;
+floats other than 0 and +-1; ints of 10 or more that are not a size of the case (a learner's
+``n_rep`` of 2 equals many things by chance).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+MAX_POOLED = 600  # values of the key kept (a tiled key's loop makes many blocks)
+MAX_ELEMENTS = 200_000  # larger arrays are not compared
+_CHECKS = str(Path(__file__).resolve().parent)
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def key_values(exercise, case) -> list | None:
+    """Every distinctive value the answer key's own functions hold when they return on
+    ``case`` (locals, and the parts of what they return), as float64 arrays and Python
+    numbers; None when the key cannot be run on it."""
+    from mhalib.checks.answer_key import answer_key
+
+    try:
+        key = answer_key(exercise.name)
+    except Exception:
+        return None
+    pooled: list = []
+
+    def watch(frame, event, arg):
+        name = frame.f_code.co_filename
+        if event != "return" or not name.startswith(_PACKAGE) or name.startswith(_CHECKS):
+            return
+        for value in [*frame.f_locals.values(), arg]:
+            _pool(value, pooled)
+        for expression in _arithmetic(frame.f_code):
+            try:
+                _pool(eval(expression, frame.f_globals, dict(frame.f_locals)), pooled)
+            except Exception:
+                continue
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            exercise.call(key, case)
+    except Exception:
+        return None
+    finally:
+        sys.setprofile(previous)
+    return pooled
+
+
+_ARITHMETIC: dict = {}
+
+
+def _arithmetic(code) -> list:
+    """The compiled arithmetic sub-expressions of ``code``'s function (names, constants and
+    ``+ - * / // **`` only, so evaluating them again has no effect): a count's key written as
+    one product holds no local for the learner's ``elements``, but its left part is it."""
+    if code not in _ARITHMETIC:
+        import ast
+        import inspect
+        import textwrap
+
+        found = []
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+        except (OSError, TypeError, SyntaxError):
+            tree = None
+        plain = (ast.BinOp, ast.Name, ast.Constant, ast.operator, ast.Load, ast.UnaryOp,
+                 ast.unaryop)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.BinOp) and all(isinstance(n, plain) for n in ast.walk(node)):
+                found.append(compile(ast.Expression(node), "<key>", "eval"))
+        _ARITHMETIC[code] = found[:64]
+    return _ARITHMETIC[code]
+
+
+def broken_by(before: dict, after: dict, pool: list, sizes: dict) -> list[tuple[str, str]]:
+    """``(function, name)`` of the learner's variables that held one of the key's values
+    (``pool``) before a change (``before``: locals by function) and, changed by it, hold none
+    of them after (``after``)."""
+    small = {int(v) for v in sizes.values() if isinstance(v, int)}
+    broken = []
+    for where, names in before.items():
+        for name, old in names.items():
+            if name.startswith("__") or where not in after or name not in after[where]:
+                continue
+            was = _plain(old)
+            if was is None or not _distinctive(was, small) or not _in(was, pool):
+                continue
+            now = _plain(after[where][name])
+            if now is None or _same(was, now) or _in(now, pool):
+                continue
+            broken.append((where, name))
+    return broken
+
+
+def _pool(value, pooled: list, depth: int = 0) -> None:
+    if len(pooled) >= MAX_POOLED or depth > 2:
+        return
+    if isinstance(value, dict):
+        for part in list(value.values())[:32]:
+            _pool(part, pooled, depth + 1)
+        return
+    if isinstance(value, (tuple, list)) and len(value) <= 8:
+        for part in value:
+            _pool(part, pooled, depth + 1)
+        return
+    plain = _plain(value)
+    if plain is not None:
+        pooled.append(plain)
+
+
+def _plain(value):
+    """``value`` as a Python int or float, or a float64 array; None for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        try:
+            if value.is_complex() or value.numel() > MAX_ELEMENTS:
+                return None
+            value = value.detach().cpu().double().numpy()
+        except Exception:
+            return None
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu" and \
+            value.size <= MAX_ELEMENTS:
+        if value.ndim == 0:
+            return _plain(value.item())
+        return value.astype(np.float64)
+    return None
+
+
+def _distinctive(value, small: set) -> bool:
+    if isinstance(value, int):
+        return abs(value) >= 10 and value not in small
+    if isinstance(value, float):
+        return np.isfinite(value) and value not in (0.0, 1.0, -1.0)
+    finite = value[np.isfinite(value)]
+    return value.size >= 4 and finite.size > 0 and np.ptp(finite) > 0
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+            return False
+        scale = float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0))
+        return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5 * scale + 1e-12, equal_nan=True))
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return bool(np.isclose(float(a), float(b), rtol=1e-6, atol=0.0))
+
+
+def _in(value, pool: list) -> bool:
+    return any(_same(value, other) for other in pool
+               if isinstance(other, np.ndarray) == isinstance(value, np.ndarray))
