@@ -28,10 +28,11 @@ _CHECKS = str(Path(__file__).resolve().parent)
 _PACKAGE = str(Path(__file__).resolve().parent.parent)
 
 
-def key_values(exercise, case) -> list | None:
-    """Every distinctive value the answer key's own functions hold when they return on
-    ``case`` (locals, and the parts of what they return), as float64 arrays and Python
-    numbers; None when the key cannot be run on it."""
+def key_values(exercise, case) -> tuple[list, list] | None:
+    """``(named, parts)``: the values the answer key's own functions hold when they return on
+    ``case`` (their locals, and the parts of what they return), and the values of their
+    arithmetic sub-expressions, as float64 arrays and Python numbers; None when the key cannot
+    be run on it."""
     from mhalib.checks.answer_key import answer_key
 
     try:
@@ -39,6 +40,7 @@ def key_values(exercise, case) -> list | None:
     except Exception:
         return None
     pooled: list = []
+    parts: list = []
 
     def watch(frame, event, arg):
         name = frame.f_code.co_filename
@@ -48,7 +50,7 @@ def key_values(exercise, case) -> list | None:
             _pool(value, pooled)
         for expression in _arithmetic(frame.f_code):
             try:
-                _pool(eval(expression, frame.f_globals, dict(frame.f_locals)), pooled)
+                _pool(eval(expression, frame.f_globals, dict(frame.f_locals)), parts)
             except Exception:
                 continue
 
@@ -62,10 +64,31 @@ def key_values(exercise, case) -> list | None:
         return None
     finally:
         sys.setprofile(previous)
-    return pooled
+    return pooled, parts
 
 
 _ARITHMETIC: dict = {}
+
+
+def least_alike(exercise, cases: list) -> tuple:
+    """``(case, its named sizes)``: of ``cases``, the first whose sizes take the most distinct
+    values, counting none of 1 and 2 (sizes that equal each other or a factor of the count make
+    a wrong value equal a right one by chance)."""
+    from mhalib.checks.case_inputs import sizes
+
+    def score(case) -> tuple[int, dict]:
+        try:
+            named = sizes(exercise, case)
+        except Exception:
+            return -1, {}
+        listed = [v for v in named.values() if isinstance(v, int)]
+        values = set(listed)
+        repeated = len(listed) - len(values)  # (H == G: a GQA slip is invisible)
+        return len(values - {0, 1, 2}) - len(values & {1, 2}) - 2 * repeated, named
+
+    scored = [(score(case), i, case) for i, case in enumerate(cases)]
+    (_, named), _, case = max(scored, key=lambda item: (item[0][0], -item[1]))
+    return case, named
 
 
 def _arithmetic(code) -> list:
@@ -91,10 +114,14 @@ def _arithmetic(code) -> list:
     return _ARITHMETIC[code]
 
 
-def broken_by(before: dict, after: dict, pool: list, sizes: dict) -> list[tuple[str, str]]:
+def broken_by(before: dict, after: dict, pool: tuple[list, list],
+              sizes: dict) -> list[tuple[str, str]]:
     """``(function, name)`` of the learner's variables that held one of the key's values
-    (``pool``) before a change (``before``: locals by function) and, changed by it, hold none
-    of them after (``after``)."""
+    (``pool``: :func:`key_values`, its named values or their arithmetic parts) before a change
+    (``before``: locals by function) and, changed by it, hold none of its named values after
+    (``after``). (A part is not enough after: half the key's FLOPs is its scores' FLOPs, and
+    a change that halves the learner's right FLOPs makes them that.)"""
+    named, parts = pool
     small = {int(v) for v in sizes.values() if isinstance(v, int)}
     broken = []
     for where, names in before.items():
@@ -102,10 +129,11 @@ def broken_by(before: dict, after: dict, pool: list, sizes: dict) -> list[tuple[
             if name.startswith("__") or where not in after or name not in after[where]:
                 continue
             was = _plain(old)
-            if was is None or not _distinctive(was, small) or not _in(was, pool):
+            if was is None or not _distinctive(was, small) or not (
+                    _in(was, named) or _in(was, parts)):
                 continue
             now = _plain(after[where][name])
-            if now is None or _same(was, now) or _in(now, pool):
+            if now is None or _same(was, now) or _in(now, named):
                 continue
             broken.append((where, name))
     return broken

@@ -147,7 +147,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     if not found:
         return None
     with _quiet():
-        cancels = _cancelling(exercise, schema, failing[0], found, seen, started, budget_s)
+        cancels = _cancelling(exercise, schema, failing, found, seen, started, budget_s)
     if len(found) == 2 and bool(cancels[0]) != bool(cancels[1]):
         keep = 0 if not cancels[0] else 1  # the other place only cancels the slip
         found, cancels = found[keep:keep + 1], cancels[keep:keep + 1]
@@ -164,26 +164,24 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     return described[0]
 
 
-def _cancelling(exercise, schema, case, found, seen, started, budget_s) -> list[list]:
+def _cancelling(exercise, schema, failing, found, seen, started, budget_s) -> list[list]:
     """For each repair of ``found``, the learner's variables that held a value the answer
-    key computes on ``case`` and that the repair makes wrong
-    (:func:`mhalib.checks.repair_cancels.broken_by`): such a repair cancels the slip elsewhere.
-    Empty lists when there is no time left to look."""
-    from mhalib.checks.case_inputs import sizes
-    from mhalib.checks.repair_cancels import broken_by, key_values
+    key computes and that the repair makes wrong
+    (:func:`mhalib.checks.repair_cancels.broken_by`), on the failing case whose sizes are
+    least alike (:func:`mhalib.checks.repair_cancels.least_alike`: with a 2-byte cache, a count
+    without its factor 2 for K and V equals the key's elements): such a repair cancels the slip
+    elsewhere. Empty lists when there is no time left to look."""
+    from mhalib.checks.repair_cancels import broken_by, key_values, least_alike
 
     none = [[] for _ in found]
+    case, named = least_alike(exercise, failing)
     pool = key_values(exercise, case)
-    if not pool:
+    if pool is None or not any(pool):
         return none
-    before = seen if seen is not None else _values_seen(
+    before = seen if seen is not None and case is failing[0] else _values_seen(
         exercise, schema, case, budget_s - (time.perf_counter() - started))
     if not before:
         return none
-    try:
-        named = sizes(exercise, case)
-    except Exception:
-        named = {}
     broken = []
     for mutant in found:
         schema.active.clear()

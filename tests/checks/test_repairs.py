@@ -234,6 +234,22 @@ def test_a_change_that_makes_a_right_value_wrong_is_said_not_to_be_the_slip():
     assert "one change mends it" not in verdict.diagnosis
 
 
+def intensity_weighted_sum_left_out(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                                    bytes_per_element=2):
+    flops = 2 * batch_size * num_heads * seq_len * head_dim  # the scores only
+    cache_bytes = 2 * batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element
+    return flops / cache_bytes
+
+
+def test_a_wrong_value_that_equals_a_part_of_the_keys_is_mended_where_it_is_made():
+    # the learner's FLOPs are the key's scores FLOPs (a part of its sum), and halving the right
+    # bytes would cancel them: the bytes hold the key's value, so only the FLOPs are said
+    repair, _ = repaired("decode_attention_intensity", intensity_weighted_sum_left_out)
+    first = intensity_weighted_sum_left_out.__code__.co_firstlineno
+    assert "also" not in repair and repair["line"] == first + 2 and not repair["cancels"]
+    assert repair["new"] == "4 * batch_size"
+
+
 def intensity_in_one_line(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
                           bytes_per_element=2):
     return (4 * batch_size * num_heads * seq_len * head_dim) / (
