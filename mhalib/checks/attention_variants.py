@@ -97,7 +97,8 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
                     tiled=False, scale=None):
     """Token-by-token decoding; ``visible`` says which keys step t attends to:
     "cache" (0..t, right), "first" (key 0 only: a top-left causal mask on one query),
-    "past" (0..t-1: the new token not yet in the cache), "all" (0..N-1: no causality)."""
+    "past" (0..t-1: the new token not yet in the cache), "all" (0..N-1: no causality),
+    "self" (t only: a cache replaced by each new token instead of grown)."""
     import torch
 
     batch, n, d_model = x.shape
@@ -112,12 +113,13 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
     outputs = []
     for t in range(n):
         q_t = _split(x[:, t:t + 1] @ w_q, num_heads)  # (B, H, 1, d_head)
-        stop = {"cache": t + 1, "first": 1, "past": t, "all": n}[visible]
+        stop = {"cache": t + 1, "first": 1, "past": t, "all": n, "self": t + 1}[visible]
+        start = t if visible == "self" else 0
         if stop == 0:
             outputs.append(torch.zeros_like(x[:, t:t + 1]) @ w_o)
             continue
-        scores = q_t @ k[:, :, :stop].transpose(-2, -1) * scale  # (B, H, 1, stop)
-        ctx = softmax_rows(scores) @ v[:, :, :stop]  # (B, H, 1, d_head)
+        scores = q_t @ k[:, :, start:stop].transpose(-2, -1) * scale  # (B, H, 1, stop - start)
+        ctx = softmax_rows(scores) @ v[:, :, start:stop]  # (B, H, 1, d_head)
         outputs.append(_merge(ctx) @ w_o)
     return torch.cat(outputs, dim=1)  # (B, N, d_model)
 

@@ -214,6 +214,16 @@ def _broadcast(exercise, case, last, line, named):
     numpy_style = re.search(r"could not be broadcast together with shapes (.*)", last)
     if torch_style:
         a, b, dim = (int(g) for g in torch_style.groups())
+        heads, kv_heads = named.get("num_heads"), named.get("num_kv_heads")
+        if isinstance(heads, int) and isinstance(kv_heads, int) and heads != kv_heads and \
+                {a, b} == {heads, kv_heads}:
+            return ("broadcast", f"two tensors combined element by element disagree on "
+                    f"dimension {dim}: {_say(a, named)} against {_say(b, named)}. If these are "
+                    "the query heads against the K/V heads, the K/V heads were not repeated "
+                    "to the query heads: each serves num_heads // num_kv_heads of them "
+                    "(repeat_interleave along the head axis, or enable_gqa=True in "
+                    "F.scaled_dot_product_attention); otherwise one of the two was split into "
+                    "the wrong number of heads or built along the wrong axis.")
         return ("broadcast", f"two tensors combined element by element disagree on dimension "
                 f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
                 "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "

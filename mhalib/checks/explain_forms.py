@@ -177,7 +177,52 @@ def _regrouped(want, got, named) -> tuple[str, bool] | None:
     return None
 
 
+def _ones_placed_otherwise(want, got) -> str:
+    """A sentence when ``got`` is ``want`` with its size-1 axes elsewhere and its other axes
+    in the same order ((B, n, 1, 1) for (B, 1, 1, n)), else ''."""
+    if 1 not in want or tuple(got) == tuple(want):
+        return ""
+    if [n for n in got if n != 1] != [n for n in want if n != 1]:
+        return ""
+    ones = [i for i, n in enumerate(want) if n == 1]
+    return (f"the sizes are in the right order, but the axes of size 1 are at the wrong places "
+            f"(they belong at axes {', '.join(map(str, ones))}): the new axes were inserted "
+            "at the wrong position (x[:, None, None, :] or reshape(B, 1, 1, n) puts them before "
+            "the last axis; x[..., None, None] puts them after it).")
+
+
+def _reversed_from(want, got) -> str:
+    """A sentence when ``got``, read backwards, is ``want`` or ``want`` with two axes swapped:
+    every axis reversed (np.transpose or .T without axes), where none or one transpose was
+    needed, else ''."""
+    if len(want) < 3 or len(set(want)) != len(want):
+        return ""
+    before = tuple(reversed(got))
+    differ = [i for i, (a, b) in enumerate(zip(before, want)) if a != b]
+    reverses = ("That is what a transpose without its axes does (np.transpose(x), x.T, or "
+                "x.permute with the axes reversed): it reverses them all")
+    if not differ:
+        return f"the right axes in reverse order. {reverses}."
+    if len(differ) != 2:
+        return ""
+    i, j = differ
+    said = (f"every axis of {before} in reverse order. {reverses}, where only axes {i} and {j} "
+            f"were to be swapped (np.swapaxes(x, {i}, {j}), x.transpose({i}, {j}) in torch).")
+    swapped = [k for k, (a, b) in enumerate(zip(got, want)) if a != b]
+    if len(swapped) == 2 and swapped[1] - swapped[0] == 1:
+        return ""  # (two neighbouring axes swapped: a transpose missing is far likelier)
+    if len(swapped) == 2:
+        return (f"either axes {swapped[0]} and {swapped[1]} are swapped (a transpose missing, "
+                f"one too many, or one of the wrong pair), or the output is {said}")
+    return said
+
+
 def _shape(want, got, path, named):
+    if len(got) == len(want) + 1 and tuple(got) == (*want, 1):
+        return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1 at "
+                "the end. Most likely a value was given a trailing axis to line up against "
+                "rows ([..., None], unsqueeze(-1), keepdim=True) and returned with it: remove "
+                "it before returning (squeeze(-1), or [..., 0]).")
     if len(got) > len(want):
         squeezed = tuple(n for n in got if n != 1)
         if squeezed == tuple(n for n in want if n != 1):
@@ -206,6 +251,12 @@ def _shape(want, got, path, named):
                     f"{_say(gone[0], named)} is missing; the separate results along it were "
                     "summed or merged into one, or never made.")
     if len(got) == len(want) and sorted(got) == sorted(want):
+        placed = _ones_placed_otherwise(want, got)
+        if placed:
+            return ("form:shape", f"{path} has shape {got} for {want}: {placed}")
+        reversed_from = _reversed_from(want, got)
+        if reversed_from:
+            return ("form:shape", f"{path} has shape {got} for {want}: {reversed_from}")
         said = ""
         if len(set(want)) == len(want):  # each size names one axis of the right output
             said = (" (" + ", ".join(f"axis {want.index(n)}'s {_say(n, named)}" for n in got)

@@ -132,8 +132,10 @@ class DotProductVariance(Exercise):
                         lambda c: float(np.sqrt(_d_k(c)))),
             WrongAnswer("scaled_by_d_k", "the value is about 1 / d_k: the products were divided by "
                         "d_k; measure q . k itself.", lambda c: 1 / _d_k(c)),
-            WrongAnswer("same_vector", "the value is about 2 d_k, the variance of q . q: draw k "
-                        "independently of q.", lambda c: 2.0 * _d_k(c)),
+            WrongAnswer("same_vector", "the value is about 2 d_k, the variance of q . q: one "
+                        "vector was dotted with itself (q . q where q . k belongs, or k drawn "
+                        "equal to q); take the product of q with an independent k.",
+                        lambda c: 2.0 * _d_k(c)),
             WrongAnswer("uniform_draws", "the value matches uniform draws (rng.random): q and k "
                         "must be standard normal (rng.standard_normal).",
                         lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),

@@ -326,7 +326,9 @@ class KVCacheBytes(CountSearch, Exercise):
             WrongAnswer("divided_by_8", "that is 8 times too few: bytes_per_element is already "
                         "in bytes, do not divide by 8.", wrong(factor=2 / 8)),
             WrongAnswer("no_kv_heads", "the cache of ONE K/V head: every layer caches "
-                        "num_kv_heads heads of head_dim each, multiply by num_kv_heads.",
+                        "num_kv_heads heads of head_dim each (the factor num_kv_heads left out, "
+                        "or a per-head size such as head_dim divided by num_kv_heads as if it "
+                        "were the width of all the heads).",
                         wrong(num_kv_heads=1)),
             WrongAnswer("no_head_dim", "the cache of one number per K/V head: each cached key "
                         "or value is a vector of head_dim entries, multiply by head_dim.",
@@ -471,6 +473,12 @@ class DecodeWithCache(MeasuredExercise):
                         "attends to (appended to the cache before attending, and not sliced away: "
                         "the first t + 1 entries at step t, not t).",
                         stepwise(visible="past")),
+            WrongAnswer("replaced_cache", "each step attends only to the token it adds: the "
+                        "cache holds the newest key and value alone. It was assigned (k_cache = "
+                        "k_new) where it should grow (k_cache = torch.cat([k_cache, k_new], "
+                        "dim=2)), or it was read from slot t only ([:, :, t:t + 1] where "
+                        "[:, :, :t + 1] belongs).",
+                        stepwise(visible="self")),
             WrongAnswer("not_causal", "every token sees the whole sequence, future included: at "
                         "step t attend only to the cache of tokens 0..t.",
                         stepwise(visible="all")),

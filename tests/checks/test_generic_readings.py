@@ -433,3 +433,54 @@ def cache_values_in_elements(num_layers, num_kv_heads, head_dim, seq_len, batch_
 def test_a_causal_triangle_is_read_only_on_a_count_of_tokens():
     verdict = judged("kv_cache_bytes", cache_values_in_elements)
     assert not verdict.passed and "triangle" not in verdict.diagnosis, verdict.diagnosis
+
+
+def split_heads_transposed_with_t(x, num_heads):
+    b, n, d = x.shape
+    return x.reshape(b, n, num_heads, d // num_heads).T  # .T reverses every axis
+
+
+def padding_mask_axes_after_keys(lengths, n):
+    keep = np.arange(n)[None, :] < np.asarray(lengths)[:, None]  # (B, n)
+    return keep[:, :, None, None]
+
+
+def merge_lse_kept_unsqueezed(out_a, lse_a, out_b, lse_b):
+    la, lb = lse_a[..., None], lse_b[..., None]  # (..., N, 1), to weigh the rows
+    lse = torch.logaddexp(la, lb)
+    wa = torch.exp(la - lse).nan_to_num(0.0)
+    wb = torch.exp(lb - lse).nan_to_num(0.0)
+    return (wa * out_a + wb * out_b).to(out_a.dtype), lse.to(lse_a.dtype)
+
+
+def gqa_groups_never_repeated(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    q = _split(x @ w_q, num_heads)  # (B, H, N, d_head)
+    k = _split(x @ w_k, num_kv_heads)  # (B, G, N, d_head): never repeated to H heads
+    v = _split(x @ w_v, num_kv_heads)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if causal:
+        n = x.shape[1]
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
+    return _merge(scores.softmax(-1) @ v) @ w_o
+
+
+def _split(t, heads):
+    b, n, width = t.shape
+    return t.reshape(b, n, heads, width // heads).transpose(1, 2)
+
+
+def _merge(t):
+    b, h, n, d = t.shape
+    return t.transpose(1, 2).reshape(b, n, h * d)
+
+
+@pytest.mark.parametrize("exercise, func, words", [
+    ("split_heads", split_heads_transposed_with_t, "transpose without its axes"),
+    ("padding_mask", padding_mask_axes_after_keys, "axes of size 1 are at the wrong places"),
+    ("merge_attention_states", merge_lse_kept_unsqueezed, "extra axis of size 1 at the end"),
+    ("grouped_query_attention", gqa_groups_never_repeated,
+     "the K/V heads were not repeated to the query heads"),
+])
+def test_a_shape_is_read_for_what_made_it(exercise, func, words):
+    verdict = judged(exercise, func)
+    assert not verdict.passed and words in verdict.diagnosis, verdict.diagnosis

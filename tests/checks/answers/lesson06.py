@@ -484,6 +484,19 @@ def decode_cache_appended_late(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     return torch.cat(outs, dim=1)
 
 
+def decode_cache_replaced(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    outs = []
+    k_cache = v_cache = None
+    for t in range(x.shape[1]):
+        xt = x[:, t:t + 1]
+        k_cache = _split(xt @ w_k, num_kv_heads)  # assigned where it should grow
+        v_cache = _split(xt @ w_v, num_kv_heads)
+        out = F.scaled_dot_product_attention(_split(xt @ w_q, num_heads), k_cache, v_cache,
+                                             enable_gqa=True)
+        outs.append(_merge(out) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
 def decode_prefilled_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     k_all, v_all = _split(x @ w_k, num_kv_heads), _split(x @ w_v, num_kv_heads)
     outs = []
@@ -561,6 +574,7 @@ WRONG = {
         "recomputes_prefix": decode_reprojects_prefix,
         "top_left_causal": decode_top_left_causal,
         "excludes_current_token": decode_cache_appended_late,
+        "replaced_cache": decode_cache_replaced,
         "not_causal": decode_prefilled_cache,
         "projects_all_tokens_at_once": decode_single_causal_pass,
         "leaves_torch": decode_numpy_prefix,
