@@ -195,8 +195,8 @@ def _reversed_from(want, got) -> str:
     """A sentence when ``got``, read backwards, is ``want`` or ``want`` with two axes swapped:
     every axis reversed (np.transpose or .T without axes), where none or one transpose was
     needed, else ''."""
-    if len(want) < 3 or len(set(want)) != len(want):
-        return ""
+    if len(want) < 4 or len(set(want)) != len(want):
+        return ""  # (in three axes a reversal is also a rotation: a stack along the last axis)
     before = tuple(reversed(got))
     differ = [i for i, (a, b) in enumerate(zip(before, want)) if a != b]
     reverses = ("That is what a transpose without its axes does (np.transpose(x), x.T, or "

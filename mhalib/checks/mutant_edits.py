@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import types
 
 VALIDATOR_MODULE = "mhalib.validate"
@@ -89,6 +90,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                 alternatives += _written_at_the_offset(node, offsets.get(id(node)))
                 alternatives += _rounded_up(node)
                 alternatives += _call_closed_elsewhere(node)
+                alternatives += _einsum_spelled_otherwise(node)
                 alternatives = sorted(
                     (a for a in alternatives + list(_additions(node))
                      if not _switches_an_option(node, a, options, module_globals)
@@ -542,6 +544,33 @@ def _replacements(node, variables, counting):
         if counting:
             for op in (ast.Add, ast.Sub):
                 yield ast.BinOp(ast.Name(node.id, ast.Load()), op(), ast.Constant(1))
+
+
+_EINSUM = re.compile(r"^[A-Za-z.]+(,[A-Za-z.]+)*->[A-Za-z.]*$")
+
+
+def _einsum_spelled_otherwise(node) -> list[ast.AST]:
+    """An einsum subscript string (``"...ij,...id->...id"``) with one index letter written as
+    another of its letters, or two letters of one operand swapped: the index of the wrong axis
+    (v indexed by the query, ``i``, where its key index ``j`` belongs) or a transposed term."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return []
+    spec = node.value.replace(" ", "")
+    if not _EINSUM.match(spec) or len(spec) > 40:
+        return []
+    letters = sorted({c for c in spec if c.isalpha()})
+    found: list[str] = []
+    for i, c in enumerate(spec):
+        if c.isalpha():
+            found += [spec[:i] + other + spec[i + 1:] for other in letters if other != c]
+    for term in re.finditer(r"[A-Za-z]+", spec):
+        start, text = term.start(), term.group()
+        for a in range(len(text) - 1):
+            for b in range(a + 1, len(text)):
+                swapped = list(text)
+                swapped[a], swapped[b] = swapped[b], swapped[a]
+                found.append(spec[:start] + "".join(swapped) + spec[start + len(text):])
+    return [ast.Constant(text) for text in dict.fromkeys(found) if text != spec]
 
 
 def _constant_edits(value):

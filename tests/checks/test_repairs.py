@@ -114,7 +114,16 @@ def attention_leading_axes_swapped(q, k, v):
     return weights @ v, weights
 
 
+def attention_einsum_summed_over_queries(q, k, v):
+    scores = np.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    return np.einsum("...ij,...jd->...jd", weights, v), weights  # output indexed by the keys
+
+
 @pytest.mark.parametrize("exercise, func, old, new", [
+    ("attention", attention_einsum_summed_over_queries, "'...ij,...jd->...jd'",
+     "'...ij,...jd->...id'"),
     ("softmax", softmax_keepdims_left_out, "x.max(axis=axis)", "x.max(axis=axis, keepdims=True)"),
     ("attention", attention_keys_not_transposed, "q @ k", "q @ k.mT"),
     ("attention", attention_helper_sums_columns, "e.sum(axis=0, keepdims=True)",
