@@ -53,14 +53,17 @@ class _OutOfTime(Exception):
 
 
 def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
-                slowest_s: float = 1.0) -> dict | None:
+                slowest_s: float = 1.0, spare=None) -> dict | None:
     """The first small edit of ``func`` (or of a function of the learner's that it calls) under
     which every case of ``cases`` is right, as ``{"function", "line", "lines", "old", "new",
     "places", "hint"}`` (with ``"also"``, a second one elsewhere, or ``"many"`` when more places
     mend it), or None: none fails, none found within ``budget_s`` seconds, or the code cannot be
     read
     (``entries``: the record's entries for ``cases``, from the unedited code, whose slowest call
-    took ``slowest_s``: a try may take a few times that, no more)."""
+    took ``slowest_s``: a try may take a few times that, no more). ``spare()``, when given,
+    makes other cases of the exercise (another seed's): an edit found must pass them too, so
+    that a change right only on the suite's own inputs is not said (round O: positions cast to
+    bfloat16, which held every position the suite had)."""
     from mhalib.checks.library_contract import library_problem
     from mhalib.checks.mutant_schema import build_schema
     from mhalib.checks.output_problem import output_problem
@@ -144,6 +147,9 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 break
             finally:
                 schema.active.clear()
+    if found and spare is not None:
+        with _quiet():
+            found = [mutant for mutant in found if _holds_on(schema, mutant, spare, passes)]
     if not found:
         return None
     with _quiet():
@@ -162,6 +168,23 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     if len(described) > 1:
         described[0]["also"] = described[1]
     return described[0]
+
+
+def _holds_on(schema, mutant, spare, passes) -> bool:
+    """True when ``mutant`` passes every case ``spare()`` makes (or there is no time left to
+    run them all: the edit is kept, as found)."""
+    try:
+        more = list(spare())
+    except Exception:
+        return True
+    schema.active.clear()
+    schema.active.update(mutant.ids)
+    try:
+        return all(passes(case) for case in more)
+    except _OutOfTime:
+        return True
+    finally:
+        schema.active.clear()
 
 
 def _cancelling(exercise, schema, failing, found, seen, started, budget_s) -> list[list]:

@@ -451,6 +451,21 @@ def test_the_search_stays_within_its_budget_when_edits_make_the_code_slow():
     assert time.perf_counter() - started < 2.0
 
 
+def test_an_edit_is_said_only_when_it_also_passes_another_seeds_cases():
+    checker = get_exercise("softmax")
+    record = probe(checker, softmax_keepdims_left_out, 1, "grading", repair_budget_s=0)
+    cases = checker.cases(1, "grading")
+
+    def searched(spare):
+        return find_repair(checker, softmax_keepdims_left_out, cases, record["cases"], 10.0,
+                           5.0, 0.05, spare=spare)
+
+    assert searched(lambda: checker.cases(2, "grading"))["new"] == (
+        "x.max(axis=axis, keepdims=True)")
+    # cases the edited code gets wrong (another exercise's arguments: it raises on them)
+    assert searched(lambda: get_exercise("attention").cases(1, "grading")) is None
+
+
 def backward_flops_counted_by_names(seq_len, head_dim, recompute=True):
     per_product = 2 * seq_len * seq_len * head_dim
     names = ["grad_v", "grad_q", "grad_k"] + (["scores"] if recompute else [])
