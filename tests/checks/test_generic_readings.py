@@ -16,6 +16,7 @@ import torch
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.explain_axes import axis_order
 from mhalib.checks.probe import probe
+from tests.checks.answers.lesson06 import _merge, _split
 
 
 def judged(exercise: str, func, seed: int = 1):
@@ -462,16 +463,6 @@ def gqa_groups_never_repeated(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, ca
         n = x.shape[1]
         scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)
     return _merge(scores.softmax(-1) @ v) @ w_o
-
-
-def _split(t, heads):
-    b, n, width = t.shape
-    return t.reshape(b, n, heads, width // heads).transpose(1, 2)
-
-
-def _merge(t):
-    b, h, n, d = t.shape
-    return t.transpose(1, 2).reshape(b, n, h * d)
 
 
 @pytest.mark.parametrize("exercise, func, words", [

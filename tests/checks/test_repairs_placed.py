@@ -157,3 +157,14 @@ def test_a_ratio_off_by_one_of_the_cases_sizes_is_said_as_that_factor():
     assert repair is not None, verdict.diagnosis
     assert "Your result is batch_size times the right one" in verdict.diagnosis
     assert "can be undone in more than one place" in verdict.diagnosis
+
+
+def test_a_change_that_makes_a_right_value_wrong_is_said_not_to_be_the_slip():
+    # no edit puts batch_size back into the bytes; dropping it from the FLOPs passes every
+    # case, and makes the learner's right ``flops`` wrong: it is said as cancelling the slip
+    repair, verdict = repaired("decode_attention_intensity", intensity_bytes_without_batch)
+    first = intensity_bytes_without_batch.__code__.co_firstlineno
+    assert repair["line"] == first + 2 and repair["cancels"] == "`flops`"
+    assert "makes `flops` wrong, which held the value the answer key computes" in \
+        verdict.diagnosis
+    assert "one change mends it" not in verdict.diagnosis
