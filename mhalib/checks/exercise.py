@@ -150,8 +150,12 @@ class Exercise:
     # -- probe side ----------------------------------------------------------------------------
     def call(self, func, case: Case):
         """Call the learner's function on one case; returns (output, measured work). A numpy
-        exercise notes a torch tensor in the output (the lesson's contract is np.ndarray)."""
-        output = func(*case.args, **case.kwargs)
+        exercise notes a torch tensor in the output (the lesson's contract is np.ndarray). The
+        function gets copies of the case's arrays: code that writes into its input (x[...] = 0)
+        must not change the case the answer is then judged on (round R: a repair that dropped
+        a copy made the case's -inf entries 0, and so agreed with its own output)."""
+        output = func(*(_fresh(a) for a in case.args),
+                     **{name: _fresh(value) for name, value in case.kwargs.items()})
         meta = {"torch_output": True} if _holds_torch(output) else {}
         numpy_scalar = _numpy_scalar(output)
         if numpy_scalar:
@@ -321,3 +325,7 @@ def expected_of(exercise, case):
     once = getattr(exercise, "expected_once", None)
     return once(case) if once is not None else exercise.expected(case)
 
+
+def _fresh(value):
+    """A copy of an array argument (a learner may write into it); anything else as it is."""
+    return value.copy() if isinstance(value, np.ndarray) else value

@@ -322,6 +322,21 @@ def _index(exercise, case, last, line, named):
             "it divides or multiplies by, and whether it counts from 0).")
 
 
+def _boolean_index(exercise, case, last, line, named):
+    match = re.search(r"boolean index did not match indexed array along (?:axis|dimension) "
+                      r"(\d+); size of (?:axis|dimension) is (\d+) but size of corresponding "
+                      r"boolean (?:axis|dimension) is (\d+)", last) or re.search(
+        r"The shape of the mask \[([\d, ]*)\] at index (\d+) does not match the shape of the "
+        r"indexed tensor \[([\d, ]*)\]", last)
+    if not match:
+        return None
+    return ("boolean_index", "a boolean mask used as an index (x[mask] = ..., x[~mask]) must "
+            "have exactly the shape of what it indexes: indexing does not broadcast, so a mask "
+            "of size 1 along an axis (a (B, 1, 1, N_k) padding mask against (B, H, N_q, N_k) "
+            "scores) does not fit. Use np.where(mask, x, -np.inf) or x.masked_fill(~mask, "
+            "-inf), which broadcast.")
+
+
 def _assertion(exercise, case, last, line, named):
     if not last.startswith("AssertionError"):
         return None
@@ -363,4 +378,5 @@ def _parameters(exercise) -> dict:
 
 
 _RULES = (_library_mixup, _own_refusal, _numpy_transpose, _float_size, _none_default, _view,
-          _reshape, _matmul, _expand, _index, _empty_reduction, _broadcast, _dtype, _assertion)
+          _reshape, _matmul, _expand, _index, _boolean_index, _empty_reduction, _broadcast,
+          _dtype, _assertion)

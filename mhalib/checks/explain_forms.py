@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from mhalib.checks.exercise import expected_of
+from mhalib.checks.explain_shapes import shape_reading
 
 
 def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | None:
@@ -32,7 +33,7 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     if not isinstance(e, np.ndarray) or not isinstance(r, np.ndarray):
         return None
     if e.shape != r.shape:
-        return _shape(e.shape, r.shape, path, named)
+        return shape_reading(e.shape, r.shape, path, named)
     if e.dtype.kind == r.dtype.kind == "b" and e.ndim >= 3 and e.sum() == r.sum():
         return _mask_order(e, r, path, named)
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
@@ -40,7 +41,8 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     noise = _rounding(case, r.dtype)
     e, r = e.astype(np.float64), r.astype(np.float64)
     return (_nan(case, e, r, path) or _triangle(e, r, path) or _diagonal_only(e, r, path)
-            or _factor(e, r, path, named, noise) or _placement(e, r, path, named))
+            or _sign_flipped(e, r, path) or _factor(e, r, path, named, noise)
+            or _placement(e, r, path, named))
 
 
 def _not_a_number(e, r, path) -> tuple[str, str] | None:
@@ -113,182 +115,6 @@ def _scalar(e, r, path, named):
             f"factor of {name.removeprefix('1/')} is {'missing' if r < e else 'one too many'}.")
 
 
-def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
-    """How a wrong size relates to the right one, when simply: one off, or one factor of a
-    product of the case's sizes one off (``4 = num_kv_heads x (n_rep - 1)``); a size the case
-    already has (``6 = k.shape[3]``) is said as that first (round O: ``w @ k`` for ``w @ v``
-    was put down to a loop one step off)."""
-    from mhalib.checks.explain_sizes import names_of
-
-    sizes = names_of(got, named)
-    if sizes:
-        off = (f", or one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
-               "one step off" if abs(got - want) == 1 else "")
-        return (f" ({got} is {' = '.join(sizes[:2])}: another tensor's or axis's size, read "
-                f"where this one's belongs{off})")
-    if abs(got - want) == 1:
-        return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
-                "one step off)")
-    if (got == 2 * want or 2 * got == want) and got not in named.values():
-        return (f" ({'twice' if got > want else 'half'} as many: one per entry where one per pair "
-                "is meant, or the other way round, or both halves kept where one belongs)")
-    for a, va in named.items():
-        for b, vb in named.items():
-            if a >= b or va * vb != want:
-                continue
-            for (first, second, fa, fb) in ((a, b, va, vb), (b, a, vb, va)):
-                for step in (-1, 1):
-                    if fa * (fb + step) == got:
-                        sign = "-" if step < 0 else "+"
-                        return (f" ({got} = {first} x ({second} {sign} 1): one {second} too "
-                                f"{'few' if step < 0 else 'many'} for each {first}, a loop or a "
-                                "range one step off)")
-    return ""
-
-
-def _regrouped(want, got, named) -> tuple[str, bool] | None:
-    """When ``got`` is the axes of the right output, or of an input, regrouped (each of its axes
-    the product of some of theirs, every one used once, not only in another order): which is
-    which, in the case's sizes, and whether the first axis moved; else None."""
-    import itertools
-    import re
-
-    if sorted(got) == sorted(want) or int(np.prod(got)) != int(np.prod(want)) or not got or \
-            1 in got:
-        return None
-    inputs: dict[str, dict[int, int]] = {}
-    for label, size in named.items():
-        found = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", label)
-        if found and isinstance(size, int):
-            inputs.setdefault(found.group(1), {})[int(found.group(2))] = size
-    shapes = [tuple(want)] + [tuple(axes[i] for i in sorted(axes)) for axes in inputs.values()]
-    for shape in shapes:
-        sizes = [n for n in shape if n != 1]
-        if int(np.prod(sizes)) != int(np.prod(got)) or len(sizes) > 6:
-            continue
-        for owner in itertools.product(range(len(got)), repeat=len(sizes)):
-            groups = [[sizes[i] for i in range(len(sizes)) if owner[i] == axis]
-                      for axis in range(len(got))]
-            if all(groups) and all(int(np.prod(g)) == n for g, n in zip(groups, got)):
-                if all(len(g) == 1 for g in groups):
-                    break  # a plain reordering of this shape: said elsewhere
-                said = ", ".join(" x ".join(_say(n, named) for n in g) for g in groups)
-                return f"({said})", groups[0] != sizes[:1]
-    return None
-
-
-def _ones_placed_otherwise(want, got) -> str:
-    """A sentence when ``got`` is ``want`` with its size-1 axes elsewhere and its other axes
-    in the same order ((B, n, 1, 1) for (B, 1, 1, n)), else ''."""
-    if 1 not in want or tuple(got) == tuple(want):
-        return ""
-    if [n for n in got if n != 1] != [n for n in want if n != 1]:
-        return ""
-    ones = [i for i, n in enumerate(want) if n == 1]
-    return (f"the sizes are in the right order, but the axes of size 1 are at the wrong places "
-            f"(they belong at axes {', '.join(map(str, ones))}): the new axes were inserted "
-            "at the wrong position (x[:, None, None, :] or reshape(B, 1, 1, n) puts them before "
-            "the last axis; x[..., None, None] puts them after it).")
-
-
-def _reversed_from(want, got) -> str:
-    """A sentence when ``got``, read backwards, is ``want`` or ``want`` with two axes swapped:
-    every axis reversed (np.transpose or .T without axes), where none or one transpose was
-    needed, else ''."""
-    if len(want) < 4 or len(set(want)) != len(want):
-        return ""  # (in three axes a reversal is also a rotation: a stack along the last axis)
-    before = tuple(reversed(got))
-    differ = [i for i, (a, b) in enumerate(zip(before, want)) if a != b]
-    reverses = ("That is what a transpose without its axes does (np.transpose(x), x.T, or "
-                "x.permute with the axes reversed): it reverses them all")
-    if not differ:
-        return f"the right axes in reverse order. {reverses}."
-    if len(differ) != 2:
-        return ""
-    i, j = differ
-    said = (f"every axis of {before} in reverse order. {reverses}, where only axes {i} and {j} "
-            f"were to be swapped (np.swapaxes(x, {i}, {j}), x.transpose({i}, {j}) in torch).")
-    swapped = [k for k, (a, b) in enumerate(zip(got, want)) if a != b]
-    if len(swapped) == 2 and swapped[1] - swapped[0] == 1:
-        return ""  # (two neighbouring axes swapped: a transpose missing is far likelier)
-    if len(swapped) == 2:
-        return (f"either axes {swapped[0]} and {swapped[1]} are swapped (a transpose missing, "
-                f"one too many, or one of the wrong pair), or the output is {said}")
-    return said
-
-
-def _shape(want, got, path, named):
-    if len(got) == len(want) + 1 and tuple(got) == (*want, 1):
-        return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1 at "
-                "the end. Most likely a value was given a trailing axis to line up against "
-                "rows ([..., None], unsqueeze(-1), keepdim=True) and returned with it: remove "
-                "it before returning (squeeze(-1), or [..., 0]).")
-    if len(got) > len(want):
-        squeezed = tuple(n for n in got if n != 1)
-        if squeezed == tuple(n for n in want if n != 1):
-            return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1. "
-                    "Either pieces were stacked (torch.stack / np.stack, unsqueeze, [:, None]) "
-                    "where they should have been joined along an axis they already have "
-                    "(torch.cat / np.concatenate), or a tensor was built with more leading axes "
-                    "than the input has (the contract allows any number of them, (..., N, d): "
-                    "build the extra tensors from x's own shape).")
-        extra = list(got)
-        for n in want:
-            if n in extra:
-                extra.remove(n)
-        if extra and all(n in want[:-2] for n in extra):
-            return ("form:shape", f"{path} has shape {got} for {want}: its extra axes are the "
-                    "batch axes again, so every batch was combined with every other (np.dot or "
-                    "tensordot on stacked arrays); use @ (matmul), which pairs batches one to "
-                    "one.")
-    if len(got) < len(want):
-        gone = list(want)
-        for n in got:
-            if n in gone:
-                gone.remove(n)
-        if len(gone) == 1:
-            return ("form:shape", f"{path} has shape {got} for {want}: the axis of size "
-                    f"{_say(gone[0], named)} is missing; the separate results along it were "
-                    "summed or merged into one, or never made.")
-    if len(got) == len(want) and sorted(got) == sorted(want):
-        placed = _ones_placed_otherwise(want, got)
-        if placed:
-            return ("form:shape", f"{path} has shape {got} for {want}: {placed}")
-        reversed_from = _reversed_from(want, got)
-        if reversed_from:
-            return ("form:shape", f"{path} has shape {got} for {want}: {reversed_from}")
-        said = ""
-        if len(set(want)) == len(want):  # each size names one axis of the right output
-            said = (" (" + ", ".join(f"axis {want.index(n)}'s {_say(n, named)}" for n in got)
-                    + " in that order)")
-        return ("form:shape", f"{path} has shape {got} for {want}{said}: the axes are in the "
-                "wrong order (a transpose missing, one too many, or one that swapped the wrong "
-                "pair of axes).")
-    regrouped = _regrouped(want, got, named)
-    if regrouped is not None:
-        said, first_moved = regrouped
-        cause = ("an operation ran along the wrong axis (np.concatenate or np.stack of an array "
-                 "runs along its FIRST axis, the batch), or a reshape or a transpose used the axes "
-                 "in the wrong order" if first_moved else "a reshape to sizes in the wrong order "
-                 "(x.shape unpacked in the wrong order, or one size used for another), or a "
-                 "transpose missing before it")
-        return ("form:shape", f"{path} has shape {got} for {want}: the same values with the axes "
-                f"regrouped, {said}: {cause}.")
-    if len(got) == len(want):
-        wrong = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
-        parts = [f"axis {i} has 1 entry where it should have {_say(want[i], named)}: either "
-                 "its size was computed from another axis or argument, or only one result "
-                 "along it was kept (the last step's, or a sum or mean over it)" if got[i] == 1
-                 else
-                 f"axis {i} has {got[i]} where it should have {_say(want[i], named)}"
-                 + _size_relation(got[i], want[i], named) for i in wrong]
-        same = int(np.prod(got)) == int(np.prod(want))
-        return ("form:shape", f"{path} has shape {got} for {want}: " + "; ".join(parts)
-                + (" (the same number of values: a reshape used the sizes in the wrong order "
-                   "or unpacked x.shape in the wrong order)." if same else "."))
-    return None
-
-
 def _nan(case, e, r, path):
     bad = ~np.isfinite(r) & np.isfinite(e)
     if not bad.any():
@@ -346,6 +172,23 @@ def _diagonal_only(e, r, path):
             "every entry is wrong: the diagonal's own term is missing, doubled or overwritten "
             "(np.fill_diagonal or a separate i == j branch that sets the entry instead of "
             "adding to it).")
+
+
+def _sign_flipped(e, r, path):
+    """Every wrong entry is the right one with the opposite sign, and some entries are right:
+    a minus sign left out (or one too many) in the term that makes those entries."""
+    close = np.isclose(r, e, rtol=1e-6, atol=1e-9)
+    flipped = np.isclose(r, -e, rtol=1e-6, atol=1e-9) & ~close
+    if close.all() or not (close | flipped).all() or close.sum() == 0:
+        return None
+    where = f"{int(flipped.sum())} of {flipped.size} entries"
+    if e.ndim >= 2 and e.shape[-1] == e.shape[-2] >= 2:
+        off = ~np.eye(e.shape[-1], dtype=bool)
+        nonzero = ~np.isclose(e, 0.0, atol=1e-12)
+        if (flipped | ~nonzero)[..., off].all() and not flipped[..., ~off].any():
+            where = "the entries off the diagonal (i != j)"
+    return ("form:sign", f"{path} has the right magnitude everywhere, but {where} have the wrong "
+            "sign: the term that makes them lost its minus sign, or got one too many.")
 
 
 def _factor(e, r, path, named, noise: float = 1e-9):

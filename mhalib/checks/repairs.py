@@ -482,7 +482,7 @@ def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float
             continue
         if not want:
             return None
-        ratios.add(round(got / want, 9))
+        ratios.add(float(f"{got / want:.9g}"))  # (9 significant digits: 2**-30 is no 1e-09)
         pairs.append((got, want))
         named.append((got / want, case))
     counts = bool(pairs) and all(isinstance(x, int) for pair in pairs for x in pair)

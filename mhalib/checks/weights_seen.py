@@ -175,8 +175,10 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
     if np.allclose(sums, 0.0, atol=1e-12):
         return "weights:all_zero", (
             "read back from your output, every row of weights is all 0 where it should sum to "
-            "1: the scores were NaN (or all -inf) before the softmax and a guard turned them "
-            "into 0. 0 * -inf and -inf - (-inf) are NaN: a mask added as (~mask) * -inf makes "
+            "1 (the output is 0 there). Either that part of the output was never computed (a "
+            "loop over the heads, tokens or blocks that skips it, writing into a buffer of "
+            "zeros), or the scores were NaN (or all -inf) before the softmax and a guard turned "
+            "them into 0. 0 * -inf and -inf - (-inf) are NaN: a mask added as (~mask) * -inf makes "
             "the allowed scores NaN too; put -inf only where the mask hides a key (np.where, or "
             "masked_fill in torch). Or a guard skipped the division because a row's sum was not "
             "positive (the exp left out: raw scores summed)")
@@ -386,6 +388,10 @@ def _same_weights(heads, weights, message) -> tuple[str, str] | None:
     first = weights[0]
     if not all(np.allclose(w, first, atol=1e-7, equal_nan=True) for w in weights[1:]):
         return None
+    if np.allclose(np.nan_to_num(first), 0.0) or all(
+            _softmax_like(w, h, h.k) for h, w in zip(heads, weights)):
+        return None  # no weights at all (a head left out: round R's loop from head 1, on a
+        # case of one head), or each head's own right weights, alike on this case
     seen = np.where(np.isfinite(first), first, 0.0)
     rows = seen.reshape(-1, seen.shape[-1])
     uniform = all(np.allclose(r[r > 1e-12], r[r > 1e-12][0], atol=1e-7)

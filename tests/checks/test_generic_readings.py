@@ -475,3 +475,53 @@ def gqa_groups_never_repeated(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, ca
 def test_a_shape_is_read_for_what_made_it(exercise, func, words):
     verdict = judged(exercise, func)
     assert not verdict.passed and words in verdict.diagnosis, verdict.diagnosis
+
+
+def jacobian_off_diagonal_plus(p):
+    n = p.shape[0]
+    jac = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            jac[i, j] = p[i] * (1 - p[i]) if i == j else p[i] * p[j]  # the minus sign lost
+    return jac
+
+
+def masked_attention_boolean_index(q, k, v, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s[~np.asarray(mask)] = -np.inf  # indexing does not broadcast a (B, 1, 1, N_k) mask
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(-1, keepdims=True)
+    w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return w @ v, w
+
+
+@pytest.mark.parametrize("exercise, func, words", [
+    ("softmax_jacobian", jacobian_off_diagonal_plus,
+     "the entries off the diagonal (i != j) have the wrong sign"),
+    ("masked_attention", masked_attention_boolean_index,
+     "indexing does not broadcast"),
+])
+def test_a_value_or_an_error_is_read_for_what_made_it(exercise, func, words):
+    verdict = judged(exercise, func)
+    assert not verdict.passed and words in verdict.diagnosis, verdict.diagnosis
+
+
+def softmax_writing_into_its_input(x, axis=-1):
+    x[np.isinf(x)] = 0.0  # writes into the caller's array (and reads -inf as 0)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_code_that_writes_into_its_input_leaves_the_case_as_it_was():
+    """Round R: a repair that dropped a copy made the case's own -inf entries 0, and the case
+    then agreed with the edited code's output. The learner's function gets copies."""
+    checker = get_exercise("softmax")
+    case = next(c for c in checker.cases(1, "grading") if np.isinf(c.args[0]).any())
+    before = np.array(case.args[0], copy=True)
+    checker.call(softmax_writing_into_its_input, case)
+    assert np.array_equal(case.args[0], before)
+    verdict = judged("softmax", softmax_writing_into_its_input)
+    assert not verdict.passed and "-inf entries used as 0" in verdict.diagnosis, \
+        verdict.diagnosis
