@@ -133,8 +133,10 @@ def _nan(case, e, r, path):
     largest = max((float(f.max()) for f in finite if f.size), default=0.0)
     if largest < 80:
         return None
-    fix = ("exp overflowed. The shift before exp must make every exponent <= 0: subtract "
-           "the maximum first (adding it, or shifting by something else, overflows)")
+    fix = ("exp went out of range: an exponent far above 0 overflows to inf, and a slice whose "
+           "exponents are all far below 0 gives 0 / 0. The shift before exp must make each "
+           "slice's largest exponent exactly 0: subtract the slice's own maximum (adding it, "
+           "or shifting by something else, such as the largest absolute value, does not)")
     if any(np.isinf(a).any() for a in arrays):  # -inf inputs (empty sets): a second reading
         return ("form:overflow", f"{path} has NaN or inf on inputs as large as {largest:g}: "
                 f"{fix}; or an input of -inf (nothing there) was not guarded: -inf - (-inf) "

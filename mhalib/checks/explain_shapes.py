@@ -20,10 +20,15 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     was put down to a loop one step off)."""
     from mhalib.checks.explain_sizes import names_of
 
+    if got == 0:
+        return (" (an empty slice or range: its start at or past its stop, such as "
+                "x[..., -d:0], or a count that came out 0)")
     sizes = names_of(got, named)
     if sizes:
         off = (f", or one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
                "one step off" if abs(got - want) == 1 else "")
+        product = _one_factor_off(got, want, named)  # (round R: 4 = 2 groups x (3 - 1) copies)
+        off = off or (f"; or {product[2:-1]}" if product else "")
         return (f" ({got} is {' = '.join(sizes[:2])}: another tensor's or axis's size, read "
                 f"where this one's belongs{off})")
     if abs(got - want) == 1:
@@ -32,11 +37,19 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     if (got == 2 * want or 2 * got == want) and got not in named.values():
         return (f" ({'twice' if got > want else 'half'} as many: one per entry where one per pair "
                 "is meant, or the other way round, or both halves kept where one belongs)")
+    return _one_factor_off(got, want, named)
+
+
+def _one_factor_off(got: int, want: int, named: dict[str, int]) -> str:
+    """`` (4 = G x (n_rep - 1): ...)`` when ``want`` is a product of two of the case's sizes
+    and ``got`` that product with one factor one off, else ''."""
     for a, va in named.items():
         for b, vb in named.items():
             if a >= b or va * vb != want:
                 continue
             for (first, second, fa, fb) in ((a, b, va, vb), (b, a, vb, va)):
+                if fb < 2:
+                    continue  # (a broadcast axis of 1, "plus one", is no loop's count)
                 for step in (-1, 1):
                     if fa * (fb + step) == got:
                         sign = "-" if step < 0 else "+"

@@ -267,7 +267,8 @@ def _hollow(node, new) -> bool:
         return True
     if isinstance(node, ast.Call) and isinstance(new, ast.Call) and new.args and node.args \
             and isinstance(new.args[0], ast.Constant) and not isinstance(node.args[0],
-                                                                         ast.Constant):
+                                                                         ast.Constant) \
+            and ast.dump(new.func) == ast.dump(node.func):  # (not another call put around it)
         return True
     return isinstance(node, ast.BinOp) and isinstance(node.op, _KEEPS_ITS_LEFT) and \
         new is node.right
@@ -740,6 +741,7 @@ def _put_back(node):
                 and not set(axes) & {-1, -2}:  # the leading axes swapped, not the last two
             yield ast.Call(node.func, node.args[:-2] + [ast.Constant(-2), ast.Constant(-1)],
                            node.keywords)
+        yield from _heads_moved(node, name)
         if name == "range":
             for i, argument in enumerate(node.args[:2]):
                 for delta in (1, -1):
@@ -759,6 +761,29 @@ def _put_back(node):
         yield ast.BoolOp(other, node.values)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield node.operand
+
+
+def _heads_moved(node: ast.Call, name: str):
+    """A reshape that splits or merges heads, with the transpose it needs put back:
+    ``t.reshape(B, H, N, d)`` as ``t.reshape(B, N, H, d).swapaxes(1, 2)`` (heads split
+    without one), ``t.reshape(B, N, D)`` as ``t.swapaxes(1, 2).reshape(B, N, D)`` (merged
+    without one). ``swapaxes`` is numpy's and torch's alike."""
+    if name not in _RESHAPES or not isinstance(node.func, ast.Attribute) or node.keywords:
+        return
+    sizes = list(node.args[0].elts) if len(node.args) == 1 and isinstance(
+        node.args[0], (ast.Tuple, ast.List)) else list(node.args)
+    if any(isinstance(size, ast.Starred) for size in sizes):
+        return
+    receiver = node.func.value
+    if len(sizes) == 4:
+        split = ast.Call(ast.Attribute(receiver, node.func.attr, ast.Load()),
+                         [sizes[0], sizes[2], sizes[1], sizes[3]], [])
+        yield ast.Call(ast.Attribute(split, "swapaxes", ast.Load()),
+                       [ast.Constant(1), ast.Constant(2)], [])
+    if len(sizes) == 3:
+        moved = ast.Call(ast.Attribute(receiver, "swapaxes", ast.Load()),
+                         [ast.Constant(1), ast.Constant(2)], [])
+        yield ast.Call(ast.Attribute(moved, node.func.attr, ast.Load()), node.args, [])
 
 
 def _hinted(node: ast.AST, hint: str) -> ast.AST:

@@ -70,8 +70,9 @@ def _heads(t, h):
     return t.reshape(b, n, h, w // h).transpose(1, 2)
 
 
-def decode_without_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
-    """Each step attends over its own token only (the cache is overwritten)."""
+def gqa_each_token_alone(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    """Each query attends over its own token only (a decoder's cache overwritten at each step
+    is named by its own model, lesson 06's replaced_cache)."""
     v = _heads(x @ w_v, num_kv_heads).repeat_interleave(num_heads // num_kv_heads, 1)
     b, h, n, d = v.shape
     return (v.transpose(1, 2).reshape(b, n, h * d)) @ w_o
@@ -136,7 +137,7 @@ def apply_rope_interleaved(x, positions, base=10000.0):
 
 
 @pytest.mark.parametrize("exercise, func, flag, words", [
-    ("decode_with_cache", decode_without_cache, "weights:self_only", "earlier keys"),
+    ("grouped_query_attention", gqa_each_token_alone, "weights:self_only", "earlier keys"),
     ("chunked_prefill", prefill_scaled_by_d_model, "weights:scale", "1/sqrt(d_model)"),
     ("grouped_query_attention", gqa_mask_inverted, "weights:inverted", "inverted"),
     ("merge_attention_states", merge_by_adding, "readback:added_outputs", "share"),
