@@ -162,6 +162,12 @@ class PaddingMask(Exercise):
                         "queries as well as padded keys. Padding removes keys only: (B, 1, 1, n), "
                         "which broadcasts over the queries.",
                         lambda c: _keep(c)[:, None, :, None] & _keep(c)[:, None, None, :]),
+            WrongAnswer("full_rows_empty", "the sequences with no padding (lengths[b] == n) "
+                        "got no key at all: a slice counted back from the end, "
+                        "mask[b, ..., :-(n - lengths[b])], is [:-0], that is [:0], an empty "
+                        "slice, when nothing is padded; count from the front, "
+                        "[..., :lengths[b]].",
+                        lambda c: (_keep(c) & (_lengths(c) < c.args[1])[:, None])[:, None, None]),
             WrongAnswer("left_padding", "the real tokens were put at the END of each row (left "
                         "padding): here sequences are padded on the right, so key j is real when "
                         "j < lengths[b].",

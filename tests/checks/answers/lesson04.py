@@ -145,6 +145,13 @@ def padding_right_aligned(lengths, n):
     return mask
 
 
+def padding_counted_from_the_end(lengths, n):
+    mask = np.zeros((len(lengths), 1, 1, n), dtype=bool)
+    for b, length in enumerate(lengths):
+        mask[b, 0, 0, :-(n - int(length))] = True  # [:-0] is empty when nothing is padded
+    return mask
+
+
 def padding_broadcast(lengths, n):
     lengths = np.asarray(lengths)
     return (np.arange(n) < lengths[:, None]).reshape(-1, 1, 1, n)
@@ -354,6 +361,7 @@ WRONG = {
         "batch_not_first": padding_added_axes_in_front,
         "masks_queries_and_keys": padding_square,
         "left_padding": padding_right_aligned,
+        "full_rows_empty": padding_counted_from_the_end,
     },
     "masked_attention": {
         "nan_on_empty_rows": masked_nan,
