@@ -751,6 +751,11 @@ def _put_back(node):
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         yield ast.BinOp(node.left, node.op, ast.Attribute(node.right, "mT", ast.Load()))
         yield ast.BinOp(ast.Attribute(node.left, "mT", ast.Load()), node.op, node.right)
+        inner = _transposed_last_two(node.right)
+        if inner is not None:  # g @ p.T where a row-wise product is meant: (g * p).sum(-1)
+            product = ast.BinOp(node.left, ast.Mult(), inner)
+            yield ast.Call(ast.Attribute(product, "sum", ast.Load()), [ast.Constant(-1)],
+                           [ast.keyword("keepdims", ast.Constant(True))])
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
         yield ast.BinOp(node.left, ast.Pow(), node.right)  # ^ is XOR in Python, ** the power
         read = _power_for_xor(node)  # ... and binds tighter: 6 * n * d ^ 2 is (6 * n * d) ^ 2
@@ -761,6 +766,17 @@ def _put_back(node):
         yield ast.BoolOp(other, node.values)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield node.operand
+
+
+def _transposed_last_two(node) -> ast.AST | None:
+    """``p`` of ``p.T``, ``p.mT``, ``p.transpose(-2, -1)`` or ``p.swapaxes(-1, -2)``, else None."""
+    if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("transpose", "swapaxes") and len(node.args) == 2 and \
+            {_int_of(a) for a in node.args} == {-1, -2}:
+        return node.func.value
+    return None
 
 
 def _heads_moved(node: ast.Call, name: str):

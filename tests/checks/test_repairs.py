@@ -121,7 +121,23 @@ def attention_einsum_summed_over_queries(q, k, v):
     return np.einsum("...ij,...jd->...jd", weights, v), weights  # output indexed by the keys
 
 
+def split_heads_reshaped_straight(x, num_heads):
+    b, n, d = x.shape
+    if d % num_heads:
+        raise ValueError(f"d_model={d} is not divisible by num_heads={num_heads}")
+    return x.reshape(b, num_heads, n, d // num_heads)  # the tokens and heads mixed
+
+
+def softmax_backward_row_term_as_a_product(weights, grad_weights):
+    row = grad_weights @ weights.mT  # every row against every other
+    return weights * (grad_weights - row)
+
+
 @pytest.mark.parametrize("exercise, func, old, new", [
+    ("split_heads", split_heads_reshaped_straight, "x.reshape(b, num_heads, n, d // num_heads)",
+     "x.reshape(b, n, num_heads, d // num_heads).swapaxes(1, 2)"),
+    ("softmax_backward", softmax_backward_row_term_as_a_product, "grad_weights @ weights.mT",
+     "(grad_weights * weights).sum(-1, keepdims=True)"),
     ("attention", attention_einsum_summed_over_queries, "'...ij,...jd->...jd'",
      "'...ij,...jd->...id'"),
     ("softmax", softmax_keepdims_left_out, "x.max(axis=axis)", "x.max(axis=axis, keepdims=True)"),
