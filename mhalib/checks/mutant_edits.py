@@ -74,13 +74,15 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     options = _options(tree, helper) if repairing else set()
     looped, offsets = _loop_assignments(tree) if repairing else (set(), {})
     parents = parents_of(tree)
+    loops = _loop_spans(tree)
     for statement in roots:
         pending = [statement]
         while pending:
             node = pending.pop()
             if isinstance(node, ast.Call) and _validator(node.func, module_globals):
                 continue  # an argument check (and what it returns) is never edited
-            alternatives = list(_replacements(node, variables, counting))
+            alternatives = [a for a in _replacements(node, variables, counting)
+                            if not _left_over_from_a_loop(node, a, loops)]
             if isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp):
                 alternatives += list(_regroupings(node))  # (a whole expression's parentheses)
             if repairing:
@@ -249,6 +251,13 @@ def _switches_an_option(node, new, options, module_globals) -> bool:
         return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(
             node.operand, ast.Name) and node.operand.id in options:
+        return True
+    if isinstance(node, ast.Compare) and any(  # (row_term == "p": an option's value tested)
+            isinstance(side, ast.Name) and side.id in options
+            for side in [node.left, *node.comparators]):
+        return True
+    if isinstance(node, (ast.If, ast.IfExp)) and isinstance(node.test, ast.Name) and \
+            node.test.id in options:
         return True
     return isinstance(node, ast.Call) and isinstance(new, ast.Call) and new.func is node.func \
         and len(new.keywords) < len(node.keywords) and _own_call(node, module_globals)
@@ -505,6 +514,28 @@ def _variables(tree) -> list[str]:
     return names
 
 
+def _loop_spans(tree) -> dict[str, list[range]]:
+    """The lines of each ``for`` loop, by the names its target binds."""
+    spans: dict[str, list[range]] = {}
+    for loop in ast.walk(tree):
+        if isinstance(loop, (ast.For, ast.comprehension)) and hasattr(loop, "lineno"):
+            lines = range(loop.lineno, (loop.end_lineno or loop.lineno) + 1)
+            for name in ast.walk(loop.target):
+                if isinstance(name, ast.Name):
+                    spans.setdefault(name.id, []).append(lines)
+    return spans
+
+
+def _left_over_from_a_loop(node, new, loops) -> bool:
+    """True for a variable read in place of another outside the loop that binds it: after
+    ``for i in range(1, N)``, ``i`` is N - 1 by accident, not a count anyone means (round S:
+    ``total / N`` mended as ``total / i``)."""
+    if not (isinstance(new, ast.Name) and isinstance(node, ast.Name) and new.id in loops):
+        return False
+    line = getattr(node, "lineno", 0)
+    return not any(line in lines for lines in loops[new.id])
+
+
 def _is_count(tree) -> bool:
     """True for a function that returns a count (annotated ``-> int``, ``float`` or ``dict``)."""
     text = ast.unparse(tree.returns) if tree.returns is not None else ""
@@ -519,6 +550,12 @@ def _replacements(node, variables, counting):
     if isinstance(node, ast.BinOp):
         for op in _OPERATOR_SWAPS.get(type(node.op), ()):
             yield ast.BinOp(node.left, op(), node.right)
+        if isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Constant) and \
+                node.right.value in (2, 3) and type(node.right.value) is int:
+            yield ast.BinOp(node.left, ast.Pow(), node.right)  # d * 2 typed for d ** 2
+            if isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Mult):
+                yield ast.BinOp(node.left.left, ast.Mult(),  # 4 * d * 2 for 4 * d ** 2
+                                ast.BinOp(node.left.right, ast.Pow(), node.right))
         if isinstance(node.op, (ast.MatMult, ast.Sub, ast.Div, ast.FloorDiv)):
             yield ast.BinOp(node.right, type(node.op)(), node.left)  # operands swapped
         yield node.left  # the right term or factor dropped

@@ -133,7 +133,13 @@ def softmax_backward_row_term_as_a_product(weights, grad_weights):
     return weights * (grad_weights - row)
 
 
+def param_count_doubled_for_squared(d_model, bias=True):
+    weights = 4 * d_model * 2  # ``* 2`` typed for ``** 2``
+    return weights + (4 * d_model if bias else 0)
+
+
 @pytest.mark.parametrize("exercise, func, old, new", [
+    ("mha_param_count", param_count_doubled_for_squared, "4 * d_model * 2", "4 * d_model ** 2"),
     ("split_heads", split_heads_reshaped_straight, "x.reshape(b, num_heads, n, d // num_heads)",
      "x.reshape(b, n, num_heads, d // num_heads).swapaxes(1, 2)"),
     ("softmax_backward", softmax_backward_row_term_as_a_product, "grad_weights @ weights.mT",
@@ -526,3 +532,57 @@ def test_a_function_defined_in_a_notebook_cell_is_repaired_at_the_cells_line():
     record = recorded("softmax", shell.user_ns["softmax"], suite="visible", repair_budget_s=1)
     assert record["repair"]["line"] == 3
     assert record["repair"]["new"] == "x.max(axis=axis, keepdims=True)"
+
+
+def previous_token_mean_over_all_queries(weights):
+    heads, n, _ = weights.shape
+    total = torch.zeros(heads, dtype=torch.float64)
+    for i in range(1, n):
+        total += weights[:, i, i - 1].double()
+    return (total / n).to(weights.dtype)  # N queries, N - 1 of them counted
+
+
+def test_a_loop_variable_is_not_read_after_its_loop():
+    """Round S: ``total / N`` was mended as ``total / i``, right only because the loop leaves
+    i at N - 1."""
+    repair, verdict = repaired("previous_token_score", previous_token_mean_over_all_queries)
+    assert repair is None or "total / i" not in repair["new"], repair
+    assert not verdict.passed
+
+
+def _backward_with_switches(q, k, v, grad_out, causal, *, row_term="p"):
+    work = torch.promote_types(q.dtype, torch.float32)
+    q_, k_, v_, g = (t.to(work) for t in (q, k, v, grad_out))
+    n_q, n_k, scale = q.shape[-2], k.shape[-2], 1 / math.sqrt(q.shape[-1])
+    s = q_ @ k_.mT * scale
+    if causal:
+        s = s.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q), -math.inf)
+    top = torch.where(torch.isfinite(s.amax(-1, keepdim=True)), s.amax(-1, keepdim=True), 0.0)
+    e = torch.exp(s - top)
+    total = e.sum(-1, keepdim=True)
+    p = torch.where(total > 0, e / torch.where(total > 0, total, 1.0), 0.0)
+    grad_p = g @ v_.mT
+    if row_term == "p":
+        row = (grad_p * p).sum(-1, keepdim=True)
+    else:
+        row = grad_p.sum(-1, keepdim=True)
+    grad_s = p * (grad_p - row)
+    return ((grad_s @ k_ * scale).to(q.dtype), (grad_s.mT @ q_ * scale).to(k.dtype),
+            (p.mT @ g).to(v.dtype))
+
+
+def backward_as_chosen(q, k, v, grad_out, causal=False):
+    return _backward_with_switches(q, k, v, grad_out, causal)
+
+
+def backward_row_term_switched_off(q, k, v, grad_out, causal=False):
+    return _backward_with_switches(q, k, v, grad_out, causal, row_term="plain")
+
+
+def test_a_repair_never_flips_the_test_of_the_learners_own_option():
+    """Round S: a helper's ``row_term == "p"`` was mended as ``!=``, which switches the option
+    its caller chose, not the slip."""
+    assert judge_record("attention_backward", recorded("attention_backward",
+                                                       backward_as_chosen), 1).passed
+    repair, _ = repaired("attention_backward", backward_row_term_switched_off)
+    assert repair is None or "!=" not in repair["new"], repair
