@@ -88,6 +88,11 @@ def count_changes(exercise, case) -> list[Change]:
                 where = f"the {key!r} count" if key is not None else "the count"
                 size = "too small" if power < 0 else "too large"
                 message = f"{where} is exactly {name} times {size}: {words}."
+                if "intensity" in exercise.name:  # a ratio: either side may hold the slip
+                    lost, twice = ("FLOPs", "bytes") if power < 0 else ("bytes", "FLOPs")
+                    message = (f"the intensity (FLOPs / bytes) is exactly {name} times {size}: "
+                               f"the {lost} leave {name} out, or the {twice} count it once too "
+                               f"often ({words}).")
 
                 def compute(c, name=name, power=power, key=key):
                     value = _value(exercise, c, name)
