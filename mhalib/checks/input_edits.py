@@ -186,12 +186,12 @@ def _strided(places, rule, size, named) -> Reading:
     count = size // block
 
     def say(n):
-        found = names_of(n, named)
+        found = names_of(n, named) if n > 2 else []  # (a 2 equals some size by chance)
         return f"{n} ({found[0]})" if found else str(n)
 
     where = " and ".join(f"`{name}`'s axis {axis}" for name, axis in places)
     sentence = (f"{where} (of {size} = {say(count)} blocks of {say(block)}) split the other "
-                f"way: block i taking every {count}-th entry (i, i + {count}, ...) instead of "
+                f"way: block i taking every {_nth(count)} entry (i, i + {count}, ...) instead of "
                 f"the contiguous entries i*{block} ... i*{block} + {block - 1} (a reshape to "
                 f"({block}, {count}) where ({count}, {block}) was meant, or a strided slice)")
 
@@ -204,6 +204,10 @@ def _strided(places, rule, size, named) -> Reading:
             values[name] = _unstride(values[name], axis, length // block, block)
     key = "+".join(f"{name}@{axis}" for name, axis in places)
     return Reading(f"{key}:strided_{rule[0]}_{rule[1]}", sentence, edit)
+
+
+def _nth(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
 def _unstride(value, axis, count, block):

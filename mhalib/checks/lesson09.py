@@ -281,6 +281,16 @@ class ApplyRope(_RopeExercise):
     assignment = "09-rope"
     answer_key_names = ("rope_angles",) + ROPE_HELPERS
 
+    @staticmethod
+    def derived_sizes(found: dict[str, int]) -> dict[str, int]:
+        """Half of x's last axis, the number of pairs: the halves a rotation pairs (feature i
+        with i + head_dim / 2), so that halves taken as strided entries can be read back."""
+        last = max((key for key in found if key.startswith("x.shape[")),
+                   key=lambda key: int(key[len("x.shape["):-1]), default=None)
+        if last is None or found[last] % 2:
+            return {}
+        return {"head_dim / 2": found[last] // 2}
+
     def visible_cases(self, rng):
         return [
             RopeCase("x (1, 2, 6, 8) at positions 0..5", (_x(rng, 1, 2, 6, 8), np.arange(6))),

@@ -497,7 +497,19 @@ def masked_attention_boolean_index(q, k, v, mask=None):
     return w @ v, w
 
 
+def apply_rope_pairs_from_neighbours(x, positions, base=10000.0):
+    half = x.shape[-1] // 2
+    freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / x.shape[-1])
+    angle = torch.as_tensor(positions, dtype=torch.float64)[:, None] * freq  # (N, half)
+    pairs = x.double().reshape(*x.shape[:-1], half, 2)  # neighbours (2i, 2i + 1) as a pair
+    first, second = pairs[..., 0], pairs[..., 1]
+    turned = torch.cat([first * angle.cos() - second * angle.sin(),
+                        first * angle.sin() + second * angle.cos()], dim=-1)
+    return turned.to(x.dtype)
+
+
 @pytest.mark.parametrize("exercise, func, words", [
+    ("apply_rope", apply_rope_pairs_from_neighbours, "taking every 2nd entry"),
     ("softmax_jacobian", jacobian_off_diagonal_plus,
      "the entries off the diagonal (i != j) have the wrong sign"),
     ("masked_attention", masked_attention_boolean_index,
