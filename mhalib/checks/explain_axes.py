@@ -52,12 +52,16 @@ def _name(size, named) -> str:
 
 
 def _say_order(shape, order, split_axis, parts, out_shape, named) -> str:
-    right = "(" + ", ".join(_name(s, named) for s in shape) + ")"
-    taken = "(" + ", ".join(_name(shape[a], named) for a in order) + ")"
+    alike = {s for s in shape if list(shape).count(s) > 1}
+
+    def say(size):  # (two axes of one size: a name would pick one of them by chance)
+        return str(size) if size in alike else _name(size, named)
+    right = "(" + ", ".join(say(s) for s in shape) + ")"
+    taken = "(" + ", ".join(say(shape[a]) for a in order) + ")"
     split = ""
     if split_axis is not None:
         split = (f" (axis {split_axis}, of size {out_shape[split_axis]}, is "
-                 f"{_name(parts[0], named)} x {_name(parts[1], named)})")
+                 f"{say(parts[0])} x {say(parts[1])})")
     return (f"holds the right values read in the order {taken} where the contract's order is "
             f"{right}{split}: the axes were reshaped in the wrong order, a reshape (or view, "
             "or expand before a reshape) where a transpose or permute was needed first, or "

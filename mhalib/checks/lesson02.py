@@ -95,8 +95,11 @@ class SplitHeads(Exercise):
                         "d_head): that slices the flattened (N, d_model) block, mixing tokens into "
                         "heads. Reshape to (B, N, H, d_head) first, then transpose(0, 2, 1, 3).",
                         model(_split_plain_reshape)),
-            WrongAnswer("heads_last", "the result is (B, N, H, d_head): the reshape is right, but "
-                        "the transpose(0, 2, 1, 3) that brings the head axis forward is missing.",
+            WrongAnswer("heads_last", "the result is (B, N, H, d_head): the head axis comes after "
+                        "the tokens, where it belongs before them. Either the reshape to (B, N, H, "
+                        "d_head) is not followed by the transpose(0, 2, 1, 3) that brings the "
+                        "head axis forward, or the heads were stacked along axis 2 (np.stack(..., "
+                        "axis=2)) where axis 1 belongs.",
                         model(_split_heads_last)),
             WrongAnswer("heads_before_batch", "the head axis ended up before the batch axis (H, B, "
                         "N, d_head) where (B, H, N, d_head) belongs: from the (B, N, H, d_head) "

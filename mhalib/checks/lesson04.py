@@ -374,8 +374,9 @@ class MaskedAttention(Exercise):
             WrongAnswer("mask_after_softmax", "the mask was applied to the weights after the "
                         "softmax, so allowed weights no longer sum to 1: set masked scores to -inf "
                         "BEFORE the softmax.", lambda c: _masked_after_softmax(*c.args)),
-            WrongAnswer("zero_fill", "masked scores were set to 0 (masked_fill with 0), which "
-                        "still gives masked keys weight: fill them with -inf.",
+            WrongAnswer("zero_fill", "masked scores were set to 0 (filled with 0, or multiplied "
+                        "by the mask), which still gives masked keys weight: fill them with "
+                        "-inf.",
                         lambda c: _zero_fill(*c.args)),
             WrongAnswer("inverted_mask", "the mask was used inverted: in this course True means "
                         "'may attend', so keep the scores where the mask is True.",

@@ -230,8 +230,10 @@ class InductionScore(TorchExercise):
                         "earlier copy exists are i = period ... 2 * period - 1.",
                         lambda c: _mean_or_nan(_induction_entries(_weights(c), period(c),
                                                                   first=period(c) - 1))),
-            WrongAnswer("transposed", "that reads entries above the diagonal, which causal "
-                        "weights hold as 0: query and key indices swapped (weights[h, i - period "
+            WrongAnswer("transposed", "every score is 0. Either the entries read are above "
+                        "the diagonal, which causal weights hold as 0, or the average was rounded "
+                        "down to 0 (// where / belongs, or an int result). Above the diagonal: "
+                        "query and key indices swapped (weights[h, i - period "
                         "+ 1, i]), or a diagonal offset of the wrong sign or without the period "
                         "(torch.diagonal's offset must be 1 - period); the score reads row i "
                         "(the query), column i - period + 1 (the key), weights[h, i, i - period "
