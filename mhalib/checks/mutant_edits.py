@@ -34,6 +34,20 @@ import ast
 import copy
 import types
 
+from mhalib.checks.edit_nodes import (
+    _BLOCK,
+    _RESHAPES,
+    ADDED,
+    MAX_OPERANDS,
+    POWER_FOR_XOR,
+    _block_of_index,
+    _hinted,
+    _int_of,
+    _masked,
+    _shifted,
+    _unmasked,
+)
+
 VALIDATOR_MODULE = "mhalib.validate"
 MAX_SAID = 90  # characters of a fragment before the edited node alone is shown
 
@@ -47,14 +61,9 @@ _COMPARE_SWAPS = {
 }
 _UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis", "t", "contiguous",
                       "float", "double", "to")
-_RESHAPES = ("reshape", "view")
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
-HINT = "_mhalib_hint"  # an attribute of a new node: what the edit means, said after it
-ADDED = "_mhalib_added"  # an attribute of a new node that puts back what a slip left out
 _REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
-_CLOSED = "the call's closing parenthesis belongs on the other side of the operator"
-_XOR = "`^` is XOR in Python: the power is `**`, which binds tighter than `*`"
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
 
 
@@ -121,23 +130,6 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
             else:
                 pending.extend(ast.iter_child_nodes(node))
     return found
-
-
-_BLOCK = ("block i of width w starts at i * w: an index where index times width belongs (the "
-          "blocks overlap)")
-
-
-def _block_of_index(part) -> ast.Slice | None:
-    """``i * w:(i + 1) * w`` for a slice ``i:i + w`` (a block's index used as its start)."""
-    if not (isinstance(part, ast.Slice) and part.step is None and isinstance(part.lower, ast.Name)
-            and isinstance(part.upper, ast.BinOp) and isinstance(part.upper.op, ast.Add)
-            and isinstance(part.upper.left, ast.Name) and part.upper.left.id == part.lower.id
-            and not isinstance(part.upper.right, ast.Constant)):
-        return None
-    index, width = part.lower, part.upper.right
-    return ast.Slice(ast.BinOp(ast.Name(index.id, ast.Load()), ast.Mult(), width),
-                     ast.BinOp(ast.BinOp(ast.Name(index.id, ast.Load()), ast.Add(),
-                                         ast.Constant(1)), ast.Mult(), width))
 
 
 def _validator(func: ast.AST, module_globals: dict):
@@ -448,15 +440,6 @@ def _constant_edits(value):
             yield new
 
 
-def _int_of(node) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _int_of(node.operand)
-        return -inner if inner is not None else None
-    return None
-
-
 def _reshaped_straight(node: ast.Call):
     """``x.reshape(a, b, c, d).transpose(1, 2)`` as ``x.reshape(a, c, b, d)``: the reshape
     straight to the final shape that a missing transpose makes (heads split without one)."""
@@ -530,34 +513,11 @@ def _slice_edits(node: ast.Subscript):
                 yield _subscript(node, parts, position, changed)
 
 
-def _shifted(bound, delta: int):
-    """``bound + delta`` as it would be written (``t + 1`` shifted by -1 is ``t``)."""
-    if isinstance(bound, ast.BinOp) and isinstance(bound.op, (ast.Add, ast.Sub)) and isinstance(
-            bound.right, ast.Constant) and type(bound.right.value) is int:
-        step = bound.right.value if isinstance(bound.op, ast.Add) else -bound.right.value
-        total = step + delta
-        if total == 0:
-            return bound.left
-        op = ast.Add() if total > 0 else ast.Sub()
-        return ast.BinOp(bound.left, op, ast.Constant(abs(total)))
-    if isinstance(bound, ast.Constant) and type(bound.value) is int:
-        return ast.Constant(bound.value + delta)
-    return ast.BinOp(bound, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(abs(delta)))
-
-
 def _subscript(node: ast.Subscript, parts, position, changed) -> ast.Subscript:
     """``node`` with its index ``position`` (of ``parts``) replaced by ``changed``."""
     new_parts = parts[:position] + [changed] + parts[position + 1:]
     index = ast.Tuple(new_parts, ast.Load()) if isinstance(node.slice, ast.Tuple) else changed
     return ast.Subscript(node.value, index, ast.Load())
-
-
-def _hinted(node: ast.AST, hint: str) -> ast.AST:
-    setattr(node, HINT, hint)
-    return node
-
-
-MAX_OPERANDS = 10  # of an expression whose parentheses are moved (spans: at most 45)
 
 
 def _regroupings(node: ast.BinOp):
@@ -600,45 +560,6 @@ def _folds_to_zero(node: ast.BinOp) -> bool:
         return True
 
 
-def _masked(node: ast.AST) -> tuple[str, list[ast.AST]]:
-    """``node``'s operators as text, each operand (anything but an operator) a placeholder
-    ``_operand_i``; the operands in order."""
-    operands: list[ast.AST] = []
-
-    def masked(tree):
-        if isinstance(tree, ast.BinOp):
-            return ast.BinOp(masked(tree.left), tree.op, masked(tree.right))
-        if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, (ast.USub, ast.UAdd)):
-            return ast.UnaryOp(tree.op, masked(tree.operand))
-        operands.append(tree)
-        return ast.Name(f"_operand_{len(operands) - 1}", ast.Load())
-
-    return ast.unparse(masked(node)), operands
-
-
-POWER_FOR_XOR = "_mhalib_power_for_xor"  # (marks the edit: the same slip in several places)
-
-
-def _power_for_xor(node: ast.BinOp) -> ast.AST | None:
-    """``node`` read again with ``**`` for every ``^``, as its text would be if the learner had
-    typed ``**`` (``6 * n * d ** 2`` for what Python reads as ``(6 * n * d) ^ 2``), or None
-    when that is only the operator changed (an edit tried already)."""
-    text, operands = _masked(node)
-    if len(operands) > MAX_OPERANDS:
-        return None
-    try:
-        parsed = ast.parse(text.replace("^", "**"), mode="eval").body
-    except SyntaxError:
-        return None
-    plain = ast.parse(text, mode="eval").body
-    plain.op = ast.Pow()
-    if ast.dump(parsed) == ast.dump(plain):
-        return None
-    read = _hinted(_unmasked(parsed, operands), _XOR)
-    setattr(read, POWER_FOR_XOR, True)
-    return read
-
-
 def _bracketed(text: str, count: int):
     """``text`` with one pair of parentheses removed, then with one pair put around each run
     of two or more operands (placeholders ``_operand_i`` in order)."""
@@ -664,12 +585,3 @@ def _same_value_regrouping(parsed, text) -> bool:
     return len(flat) == 1 and flat <= {ast.Add, ast.Mult}
 
 
-def _unmasked(tree, operands):
-    if isinstance(tree, ast.Name) and tree.id.startswith("_operand_"):
-        return operands[int(tree.id.rsplit("_", 1)[1])]
-    if isinstance(tree, ast.BinOp):
-        return ast.BinOp(_unmasked(tree.left, operands), tree.op,
-                         _unmasked(tree.right, operands))
-    if isinstance(tree, ast.UnaryOp):
-        return ast.UnaryOp(tree.op, _unmasked(tree.operand, operands))
-    return tree

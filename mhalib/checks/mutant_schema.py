@@ -20,7 +20,7 @@ import threading
 import types
 from dataclasses import dataclass, field
 
-from mhalib.checks import mutant_edits
+from mhalib.checks import edit_nodes, mutant_edits
 
 KEY_MODULES = ("mhalib.reference", "mhalib.accounting")
 MAX_GROUP = 4  # places of one kind of edit whose every subset is tried
@@ -50,7 +50,7 @@ class Mutant:
         fragments = " and ".join(f"`{old}` computed as `{new}`"
                                  for old, new in (self.said(n, e) for n, e in self.edits))
         everywhere = " (the same slip in each place)" if len(self.edits) > 1 else ""
-        hints = dict.fromkeys(getattr(e, mutant_edits.HINT, "") for _, e in self.edits)
+        hints = dict.fromkeys(getattr(e, edit_nodes.HINT, "") for _, e in self.edits)
         hint = "".join(f" ({h})" for h in hints if h)
         return f"{fragments}{everywhere}{inside}{hint}"
 
@@ -111,7 +111,7 @@ def build_schema(function, owned=None, repairing=False) -> Schema | None:
         return None
     compiled, mutants = made
     ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != "", any(
-        hasattr(e, mutant_edits.ADDED) for _, e in m.edits)))  # (what a slip left out: last)
+        hasattr(e, edit_nodes.ADDED) for _, e in m.edits)))  # (what a slip left out: last)
     return Schema(compiled, active, ordered, codes, originals)
 
 

@@ -13,7 +13,7 @@ import ast
 import re
 import types
 
-from mhalib.checks.mutant_edits import (
+from mhalib.checks.edit_nodes import (
     _BLOCK,
     _CLOSED,
     _RESHAPES,

@@ -28,8 +28,8 @@ import warnings
 
 import numpy as np
 
+from mhalib.checks.edit_nodes import HINT
 from mhalib.checks.encoding import decode
-from mhalib.checks.mutant_edits import HINT
 from mhalib.checks.mutants import _alike, _locals_seen
 from mhalib.checks.repair_places import SIMPLE_STATEMENTS, elsewhere
 
