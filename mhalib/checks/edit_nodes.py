@@ -11,16 +11,22 @@ import ast
 
 _RESHAPES = ("reshape", "view")
 
+
 HINT = "_mhalib_hint"  # an attribute of a new node: what the edit means, said after it
+
 
 ADDED = "_mhalib_added"  # an attribute of a new node that puts back what a slip left out
 
+
 _CLOSED = "the call's closing parenthesis belongs on the other side of the operator"
+
 
 _XOR = "`^` is XOR in Python: the power is `**`, which binds tighter than `*`"
 
+
 _BLOCK = ("block i of width w starts at i * w: an index where index times width belongs (the "
           "blocks overlap)")
+
 
 def _block_of_index(part) -> ast.Slice | None:
     """``i * w:(i + 1) * w`` for a slice ``i:i + w`` (a block's index used as its start)."""
@@ -34,6 +40,7 @@ def _block_of_index(part) -> ast.Slice | None:
                      ast.BinOp(ast.BinOp(ast.Name(index.id, ast.Load()), ast.Add(),
                                          ast.Constant(1)), ast.Mult(), width))
 
+
 def _int_of(node) -> int | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
@@ -41,6 +48,7 @@ def _int_of(node) -> int | None:
         inner = _int_of(node.operand)
         return -inner if inner is not None else None
     return None
+
 
 def _shifted(bound, delta: int):
     """``bound + delta`` as it would be written (``t + 1`` shifted by -1 is ``t``)."""
@@ -56,11 +64,14 @@ def _shifted(bound, delta: int):
         return ast.Constant(bound.value + delta)
     return ast.BinOp(bound, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(abs(delta)))
 
+
 def _hinted(node: ast.AST, hint: str) -> ast.AST:
     setattr(node, HINT, hint)
     return node
 
+
 MAX_OPERANDS = 10  # of an expression whose parentheses are moved (spans: at most 45)
+
 
 def _masked(node: ast.AST) -> tuple[str, list[ast.AST]]:
     """``node``'s operators as text, each operand (anything but an operator) a placeholder
@@ -77,7 +88,9 @@ def _masked(node: ast.AST) -> tuple[str, list[ast.AST]]:
 
     return ast.unparse(masked(node)), operands
 
+
 POWER_FOR_XOR = "_mhalib_power_for_xor"  # (marks the edit: the same slip in several places)
+
 
 def _power_for_xor(node: ast.BinOp) -> ast.AST | None:
     """``node`` read again with ``**`` for every ``^``, as its text would be if the learner had
@@ -97,6 +110,7 @@ def _power_for_xor(node: ast.BinOp) -> ast.AST | None:
     read = _hinted(_unmasked(parsed, operands), _XOR)
     setattr(read, POWER_FOR_XOR, True)
     return read
+
 
 def _unmasked(tree, operands):
     if isinstance(tree, ast.Name) and tree.id.startswith("_operand_"):

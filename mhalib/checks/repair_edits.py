@@ -45,6 +45,7 @@ def _loop_assignments(tree: ast.FunctionDef) -> tuple[set[int], dict[int, str]]:
                 offsets[id(statement)] = loop.target.id  # (inner loops are walked later)
     return assigned, offsets
 
+
 def _call_closed_elsewhere(node) -> list[ast.AST]:
     """A call's closing parenthesis moved across one operator: ``f(a) - b`` for ``f(a - b)``
     (``np.diag(p - np.outer(p, p))``), and ``f(a - b)`` for ``f(a) - b``."""
@@ -63,9 +64,12 @@ def _call_closed_elsewhere(node) -> list[ast.AST]:
                                                             node.right)], []), _CLOSED)]
     return []
 
+
 ROUNDED_UP = "_mhalib_rounded_up"
 
+
 _ROUNDED = "rounded up: pieces of size b that hold a items number (a + b - 1) // b, not a // b"
+
 
 def _rounded_up(node) -> list[ast.AST]:
     """``(a + b - 1) // b`` for ``a // b``: a count of pages (blocks, chunks) rounded down."""
@@ -77,6 +81,7 @@ def _rounded_up(node) -> list[ast.AST]:
     setattr(new, ROUNDED_UP, True)
     return [new]
 
+
 def _written_at_the_offset(node, offset: str | None):
     """``cache[:, :, t:t + n] = ...`` for ``cache[:, :, :n] = ...`` inside ``for t in ...``
     (and ``[t]`` for ``[0]``): a write at the start of a buffer where the loop's offset
@@ -85,15 +90,19 @@ def _written_at_the_offset(node, offset: str | None):
         return
     target = node.targets[0]
     parts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+
+    def written(position, changed, hint):  # the assignment with one part of its index changed
+        new = list(parts)
+        new[position] = changed
+        index = ast.Tuple(new, ast.Load()) if isinstance(target.slice, ast.Tuple) else changed
+        return _hinted(ast.Assign([ast.Subscript(target.value, index, ast.Store())],
+                                  node.value), hint)
+
     for position, part in enumerate(parts):
         moved = None
         block = _block_of_index(part)
         if block is not None:
-            new = list(parts)
-            new[position] = block
-            index = ast.Tuple(new, ast.Load()) if isinstance(target.slice, ast.Tuple) else block
-            yield _hinted(ast.Assign([ast.Subscript(target.value, index, ast.Store())],
-                                     node.value), _BLOCK)
+            yield written(position, block, _BLOCK)
         if isinstance(part, ast.Slice) and part.step is None and part.upper is not None and (
                 part.lower is None or _int_of(part.lower) == 0):
             moved = ast.Slice(ast.Name(offset, ast.Load()),
@@ -101,13 +110,11 @@ def _written_at_the_offset(node, offset: str | None):
         elif _int_of(part) == 0:
             moved = ast.Name(offset, ast.Load())
         if moved is not None:
-            new = list(parts)
-            new[position] = moved
-            index = ast.Tuple(new, ast.Load()) if isinstance(target.slice, ast.Tuple) else moved
-            yield _hinted(ast.Assign([ast.Subscript(target.value, index, ast.Store())],
-                                     node.value), _AT_OFFSET)
+            yield written(position, moved, _AT_OFFSET)
+
 
 _AT_OFFSET = "written at the loop's offset, not at the start of the buffer"
+
 
 def _own_call(node, module_globals) -> bool:
     """True for a call of a function defined where the code being edited is (the learner's)."""
@@ -116,6 +123,7 @@ def _own_call(node, module_globals) -> bool:
     target = module_globals.get(node.func.id)
     return isinstance(target, types.FunctionType) and \
         target.__module__ == module_globals.get("__name__")
+
 
 def _options(tree: ast.FunctionDef, helper: bool) -> set[str]:
     """The parameters with a constant default (``causal=True``, ``axis=-1``) and, in a
@@ -134,6 +142,7 @@ def _options(tree: ast.FunctionDef, helper: bool) -> set[str]:
                 node, ast.UnaryOp) and isinstance(node.op, ast.Not) else []
             found |= {t.id for t in tested if isinstance(t, ast.Name) and t.id in names}
     return found
+
 
 def _switches_an_option(node, new, options, module_globals) -> bool:
     """True for an edit that only switches one of the learner's own options, which is their
@@ -157,7 +166,9 @@ def _switches_an_option(node, new, options, module_globals) -> bool:
     return isinstance(node, ast.Call) and isinstance(new, ast.Call) and new.func is node.func \
         and len(new.keywords) < len(node.keywords) and _own_call(node, module_globals)
 
+
 _KEEPS_ITS_LEFT = (ast.Div, ast.FloorDiv, ast.Sub, ast.Mod, ast.Pow, ast.MatMult)
+
 
 def _hollow(node, new) -> bool:
     """True for an edit that would mend the output without being a fix anyone would write: a
@@ -175,6 +186,7 @@ def _hollow(node, new) -> bool:
     return isinstance(node, ast.BinOp) and isinstance(node.op, _KEEPS_ITS_LEFT) and \
         new is node.right
 
+
 def _guard_conditions(tree: ast.FunctionDef) -> list[ast.AST]:
     """The conditions of the body's guards: ``if <condition>: raise ...`` and ``assert``."""
     found = []
@@ -185,7 +197,9 @@ def _guard_conditions(tree: ast.FunctionDef) -> list[ast.AST]:
             found.append(node.test)
     return found
 
+
 _EINSUM = re.compile(r"^[A-Za-z.]+(,[A-Za-z.]+)*->[A-Za-z.]*$")
+
 
 def _einsum_spelled_otherwise(node) -> list[ast.AST]:
     """An einsum subscript string (``"...ij,...id->...id"``) with one index letter written as
@@ -210,15 +224,19 @@ def _einsum_spelled_otherwise(node) -> list[ast.AST]:
                 found.append(spec[:start] + "".join(swapped) + spec[start + len(text):])
     return [ast.Constant(text) for text in dict.fromkeys(found) if text != spec]
 
+
 _REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "logsumexp", "var", "std", "prod",
                "norm", "nansum")
 
+
 _KEPT = "keeps the reduced axis, so the result lines up against the rows it came from"
+
 
 _REDUCTION_SWAPS = {"sum": ("mean",), "mean": ("sum", "max"), "max": ("min", "sum", "mean"),
                     "min": ("max",), "amax": ("amin", "mean"), "amin": ("amax",),
                     "argmax": ("max",), "argmin": ("min",), "nansum": ("nanmean",),
                     "nanmean": ("nansum",)}
+
 
 def _additions(node):
     """What a slip leaves out, put back (for repairs only); a transpose put back is marked
@@ -227,6 +245,7 @@ def _additions(node):
         if isinstance(new, ast.BinOp):
             setattr(new, ADDED, True)
         yield new
+
 
 def _put_back(node):
     """``keepdims=True`` (or torch's ``keepdim=True``) in a reduction, another reduction (a sum
@@ -281,6 +300,7 @@ def _put_back(node):
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield node.operand
 
+
 def _transposed_last_two(node) -> ast.AST | None:
     """``p`` of ``p.T``, ``p.mT``, ``p.transpose(-2, -1)`` or ``p.swapaxes(-1, -2)``, else None."""
     if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
@@ -290,6 +310,7 @@ def _transposed_last_two(node) -> ast.AST | None:
             {_int_of(a) for a in node.args} == {-1, -2}:
         return node.func.value
     return None
+
 
 def _heads_moved(node: ast.Call, name: str):
     """A reshape that splits or merges heads, with the transpose it needs put back:
