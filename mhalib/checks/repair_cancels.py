@@ -16,7 +16,10 @@ floats other than 0 and +-1; ints of 10 or more that are not a size of the case 
 
 from __future__ import annotations
 
+import ast
+import inspect
 import sys
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -67,9 +70,6 @@ def key_values(exercise, case) -> tuple[list, list] | None:
     return pooled, parts
 
 
-_ARITHMETIC: dict = {}
-
-
 def least_alike(exercise, cases: list) -> tuple:
     """``(case, its named sizes)``: of ``cases``, the first whose sizes take the most distinct
     values, counting none of 1 and 2 (sizes that equal each other or a factor of the count make
@@ -91,15 +91,14 @@ def least_alike(exercise, cases: list) -> tuple:
     return case, named
 
 
+_ARITHMETIC: dict = {}  # compiled sub-expressions by code object (a key's code never changes)
+
+
 def _arithmetic(code) -> list:
     """The compiled arithmetic sub-expressions of ``code``'s function (names, constants and
     ``+ - * / // **`` only, so evaluating them again has no effect): a count's key written as
     one product holds no local for the learner's ``elements``, but its left part is it."""
     if code not in _ARITHMETIC:
-        import ast
-        import inspect
-        import textwrap
-
         found = []
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(code)))

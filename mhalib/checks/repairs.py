@@ -149,11 +149,20 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 schema.active.clear()
     if found and spare is not None:
         with _quiet():
-            found = [mutant for mutant in found if _holds_on(schema, mutant, spare, passes)]
+            more = _spare_cases(spare)
+            found = [mutant for mutant in found if _holds_on(schema, mutant, more, passes)]
     if not found:
         return None
+    looked: dict = {} if seen is None else {"seen": seen}
+
+    def first_seen() -> dict:
+        """The learner's locals on the first failing case, read once (or {} out of time)."""
+        if "seen" not in looked:
+            looked["seen"] = _values_seen(exercise, schema, failing[0],
+                                          budget_s - (time.perf_counter() - started)) or {}
+        return looked["seen"]
     with _quiet():
-        cancels = _cancelling(exercise, schema, failing, found, seen, started, budget_s)
+        cancels = _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
     if len(found) == 2 and bool(cancels[0]) != bool(cancels[1]):
         keep = 0 if not cancels[0] else 1  # the other place only cancels the slip
         found, cancels = found[keep:keep + 1], cancels[keep:keep + 1]
@@ -161,7 +170,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         found, cancels = found[:1], cancels[:1]
     elif len(found) == 2 and _works_around(schema, *reversed(found)):
         found, cancels = found[1:], cancels[1:]
-    truthful = _named_for_its_value(exercise, schema, failing[0], seen, started, budget_s)
+    truthful = _named_for_its_value(exercise, failing[0], first_seen)
     with _quiet():
         described = [{**_described(schema, mutant, truthful), "cancels": _names(broken)}
                      for mutant, broken in zip(found, cancels)]
@@ -170,13 +179,17 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     return described[0]
 
 
-def _holds_on(schema, mutant, spare, passes) -> bool:
-    """True when ``mutant`` passes every case ``spare()`` makes (or there is no time left to
-    run them all: the edit is kept, as found)."""
+def _spare_cases(spare) -> list:
+    """The cases ``spare()`` makes, or none when it cannot make them."""
     try:
-        more = list(spare())
+        return list(spare())
     except Exception:
-        return True
+        return []
+
+
+def _holds_on(schema, mutant, more, passes) -> bool:
+    """True when ``mutant`` passes every case of ``more`` (or there is no time left to run
+    them all: the edit is kept, as found)."""
     schema.active.clear()
     schema.active.update(mutant.ids)
     try:
@@ -187,7 +200,7 @@ def _holds_on(schema, mutant, spare, passes) -> bool:
         schema.active.clear()
 
 
-def _cancelling(exercise, schema, failing, found, seen, started, budget_s) -> list[list]:
+def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s) -> list[list]:
     """For each repair of ``found``, the learner's variables that held a value the answer
     key computes and that the repair makes wrong
     (:func:`mhalib.checks.repair_cancels.broken_by`), on the failing case whose sizes are
@@ -201,7 +214,7 @@ def _cancelling(exercise, schema, failing, found, seen, started, budget_s) -> li
     pool = key_values(exercise, case)
     if pool is None or not any(pool):
         return none
-    before = seen if seen is not None and case is failing[0] else _values_seen(
+    before = first_seen() if case is failing[0] else _values_seen(
         exercise, schema, case, budget_s - (time.perf_counter() - started))
     if not before:
         return none
@@ -227,29 +240,24 @@ def _names(broken: list) -> str:
     return " and ".join(said)[:MAX_FRAGMENT]
 
 
-def _named_for_its_value(exercise, schema, case, seen, started, budget_s):
+def _named_for_its_value(exercise, case, first_seen):
     """``truthful(function, name)``: the learner's variable ``name`` is called after a size of
-    the case (``d_model``) and held that size on the first failing case, as written: a change
-    of the statement that assigns it makes the name lie, so the use may be the slip."""
+    the case (``d_model``) and held that size on the first failing case (``first_seen()``, its
+    locals, read only when a name is asked about), as written: a change of the statement that
+    assigns it makes the name lie, so the use may be the slip."""
     from mhalib.checks.case_inputs import sizes
 
     try:
         named = sizes(exercise, case)
     except Exception:
         return lambda where, name: False
-    looked: dict = {} if seen is None else {"seen": seen}
 
     def truthful(where: str, name: str) -> bool:
         if name not in named:
             return False
-        if "seen" not in looked:
-            looked["seen"] = _values_seen(exercise, schema, case,
-                                          budget_s - (time.perf_counter() - started)) or {}
-        value = looked["seen"].get(where, {}).get(name)
+        value = first_seen().get(where, {}).get(name)
         return isinstance(value, int) and not isinstance(value, bool) and value == named[name]
     return truthful
-
-
 
 
 def _boolean_swaps_last(mutants: list) -> list:
