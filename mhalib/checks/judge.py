@@ -16,7 +16,7 @@ from mhalib.checks.exercise import Refusal
 from mhalib.checks.explain import explain_failures
 from mhalib.checks.library_contract import library_problem
 from mhalib.checks.output_problem import output_problem
-from mhalib.checks.repairs import repair_of, scalar_factor, with_repair
+from mhalib.checks.repair_sentences import repair_of, scalar_factor, with_repair
 from mhalib.checks.search import search_beats_models
 from mhalib.checks.verdict import Verdict
 

@@ -20,7 +20,7 @@ import threading
 import types
 from dataclasses import dataclass, field
 
-from mhalib.checks import edit_nodes, mutant_edits
+from mhalib.checks import edit_nodes, edit_sayings, mutant_edits
 
 KEY_MODULES = ("mhalib.reference", "mhalib.accounting")
 MAX_GROUP = 4  # places of one kind of edit whose every subset is tried
@@ -179,16 +179,16 @@ def _instrument(function, active, counter, where, overrides, repairing=False):
         return None  # (a closure's free variables would not be found in the schema's globals)
     module_globals = function.__globals__
     found = mutant_edits.sites(tree, module_globals, repairing=repairing, helper=bool(where))
-    aliases = mutant_edits.aliases_of(tree, module_globals)
-    parents = mutant_edits.parents_of(tree)
+    aliases = edit_sayings.aliases_of(tree, module_globals)
+    parents = edit_sayings.parents_of(tree)
     by_node = {id(n): n for n in ast.walk(tree)}
     chains: dict[int, list[tuple[int, ast.AST]]] = {}
     mutants: list[Mutant] = []
     kinds: dict[tuple, list[tuple[int, ast.AST, tuple]]] = {}
     def said(node, new, least=0, together=None):
         if together is not None:  # several edits shown in one fragment that holds them all
-            return mutant_edits.say_together(together, aliases, parents)
-        return mutant_edits.say(tree, node, new, aliases, parents, least)
+            return edit_sayings.say_together(together, aliases, parents)
+        return edit_sayings.say(tree, node, new, aliases, parents, least)
 
     for node_id, alternatives in found.items():
         node = by_node[node_id]
@@ -196,7 +196,7 @@ def _instrument(function, active, counter, where, overrides, repairing=False):
         for new in alternatives:
             edit_id = next(counter)
             chains.setdefault(node_id, []).append((edit_id, new))
-            kind = mutant_edits.kind_of(node, new)
+            kind = edit_sayings.kind_of(node, new)
             swap = _swap_of(kind)
             mutants.append(Mutant(where, frozenset({edit_id}), ((node, new),), subtree, swap,
                                   said))

@@ -16,7 +16,8 @@ import torch
 
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.probe import VISIBLE_REPAIR_BUDGET_S, _repair_budget, probe
-from mhalib.checks.repairs import find_repair, repair_of
+from mhalib.checks.repair_sentences import repair_of
+from mhalib.checks.repairs import find_repair
 from tests.checks.repair_harness import recorded, repaired, searching  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("searching")
