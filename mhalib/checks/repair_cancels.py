@@ -7,11 +7,13 @@ one batch instead of every one), and the change is then not the slip. What tells
 is the learner's own values on the way: the answer key computes its FLOPs, and the learner's
 ``flops`` held exactly that before the change and no longer does after it. A change that makes
 a value the key also computes wrong is not where the slip is; the judge says so instead of
-presenting it as the fix (:func:`broken_by`).
+presenting it as the fix (:func:`broken_by`). Where no variable holds the value, an arithmetic
+expression that holds the edit may (:func:`expressions_changed`: ``(scores + mix) / k_bytes``
+mended by dropping ``mix``).
 
 Only distinctive values count as the key's: arrays of four or more values, not all equal;
-floats other than 0 and +-1; ints of 10 or more that are not a size of the case (a learner's
-``n_rep`` of 2 equals many things by chance).
+floats other than 0 and +-1 (and, when whole, as an int would be); ints of 10 or more that are
+not a size of the case (a learner's ``n_rep`` of 2 equals many things by chance).
 """
 
 from __future__ import annotations
@@ -138,6 +140,91 @@ def broken_by(before: dict, after: dict, pool: tuple[list, list],
     return broken
 
 
+_PURE = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.operator, ast.unaryop, ast.Load)
+
+
+def expressions_changed(original, mutant) -> list[tuple[str, object, object]]:
+    """``(text, before, after)`` for the arithmetic expressions of the learner's ``original``
+    function that ``mutant`` (one edit) changes: the edited expression itself and those that
+    hold it (names, constants and ``+ - * / // **`` only),
+    compiled as written (``before``) and with the edit made (``after``). A change inside one
+    expression cancels a slip as one of a variable does (``(scores + mix) / k_bytes`` mended by
+    dropping ``mix`` where the bytes miss V's), and no variable holds the sum."""
+    from mhalib.checks.edit_sayings import _replaced
+    from mhalib.checks.mutant_schema import _parsed
+
+    if len(mutant.edits) != 1:
+        return []
+    node, new = mutant.edits[0]
+    try:
+        tree = _parsed(original)
+    except (SyntaxError, ValueError):
+        return []
+    twin = next((n for n in ast.walk(tree or ast.Module(body=[], type_ignores=[]))
+                 if type(n) is type(node) and _at(n) == _at(node)), None)
+    if twin is None:
+        return []
+    parents = {id(child): parent for parent in ast.walk(tree)
+               for child in ast.iter_child_nodes(parent)}
+    found, shown = [], twin
+    while isinstance(shown, (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant)):
+        after = _replaced(shown, twin, new)
+        holder = parents.get(id(shown))
+        assigned = isinstance(holder, ast.Return) or (
+            isinstance(holder, (ast.Assign, ast.AnnAssign)) and all(
+                isinstance(target, ast.Name) for target in getattr(
+                    holder, "targets", [getattr(holder, "target", None)])))
+        if isinstance(shown, ast.BinOp) and not assigned and _pure(shown) and _pure(after):
+            # (a value assigned to a name is that variable's, compared as such; what the
+            # function returns is its output, wrong on a failing case)
+            try:
+                found.append((ast.unparse(shown),
+                              compile(ast.Expression(shown), "<learner>", "eval"),
+                              compile(ast.fix_missing_locations(ast.Expression(after)),
+                                      "<learner>", "eval")))
+            except (SyntaxError, ValueError, TypeError):
+                pass
+        shown = parents.get(id(shown))
+    return found[:8]
+
+
+def with_expressions(seen: dict, where: str, function, compiled: list, index: int,
+                     alone: bool = False) -> dict:
+    """``seen`` (locals by function) with the values of ``compiled`` (:func:`expressions_changed`:
+    ``index`` 1 evaluates the code as written, 2 as edited) in ``where``'s locals, by their
+    text (``alone``: those values only)."""
+    if where not in seen or not compiled:
+        return {where: {}} if alone else seen
+    names = {} if alone else dict(seen[where])
+    scope = getattr(function, "__globals__", {})
+    for item in compiled:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                names[item[0]] = eval(item[index], scope, dict(seen[where]))
+        except Exception:
+            continue
+    return {**seen, where: names}
+
+
+def without(values: list, result) -> list:
+    """``values`` (the key's, as pooled) less those equal to ``result`` (the key's output)."""
+    plain = _plain(result)
+    if plain is None:
+        return list(values)
+    return [v for v in values if isinstance(v, np.ndarray) != isinstance(plain, np.ndarray)
+            or not _same(v, plain)]
+
+
+def _at(node) -> tuple:
+    return (getattr(node, "lineno", None), getattr(node, "col_offset", None),
+            getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None))
+
+
+def _pure(node) -> bool:
+    return all(isinstance(n, _PURE) for n in ast.walk(node))
+
+
 def _pool(value, pooled: list, depth: int = 0) -> None:
     if len(pooled) >= MAX_POOLED or depth > 2:
         return
@@ -180,8 +267,9 @@ def _plain(value):
 def _distinctive(value, small: set) -> bool:
     if isinstance(value, int):
         return abs(value) >= 10 and value not in small
-    if isinstance(value, float):
-        return np.isfinite(value) and value not in (0.0, 1.0, -1.0)
+    if isinstance(value, float):  # (an int's value as a float is no more distinctive)
+        return np.isfinite(value) and value not in (0.0, 1.0, -1.0) and not (
+            value.is_integer() and (abs(value) < 10 or int(value) in small))
     finite = value[np.isfinite(value)]
     return value.size >= 4 and finite.size > 0 and np.ptp(finite) > 0
 

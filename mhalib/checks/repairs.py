@@ -202,13 +202,21 @@ def _holds_on(schema, mutant, more, passes) -> bool:
 
 
 def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s) -> list[list]:
-    """For each repair of ``found``, the learner's variables that held a value the answer
-    key computes and that the repair makes wrong
+    """For each repair of ``found``, the learner's variables (and arithmetic expressions that
+    hold the edit: :func:`mhalib.checks.repair_cancels.expressions_changed`) that held a value
+    the answer key computes and that the repair makes wrong
     (:func:`mhalib.checks.repair_cancels.broken_by`), on the failing case whose sizes are
     least alike (:func:`mhalib.checks.repair_cancels.least_alike`: with a 2-byte cache, a count
     without its factor 2 for K and V equals the key's elements): such a repair cancels the slip
     elsewhere. Empty lists when there is no time left to look."""
-    from mhalib.checks.repair_cancels import broken_by, key_values, least_alike
+    from mhalib.checks.repair_cancels import (
+        broken_by,
+        expressions_changed,
+        key_values,
+        least_alike,
+        with_expressions,
+        without,
+    )
 
     none = [[] for _ in found]
     case, named = least_alike(exercise, failing)
@@ -219,6 +227,10 @@ def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
         exercise, schema, case, budget_s - (time.perf_counter() - started))
     if not before:
         return none
+    try:
+        result = exercise.expected_once(case)
+    except Exception:
+        result = None
     broken = []
     for mutant in found:
         schema.active.clear()
@@ -230,7 +242,19 @@ def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
             schema.active.clear()
         if after is None:
             return none
-        broken.append(broken_by(before, after, pool, named))
+        original = schema.originals.get(mutant.where)
+        changed = expressions_changed(original, mutant)
+        made_wrong = broken_by(before, after, pool, named)
+        if not made_wrong and changed:
+            # an expression that holds the edit (or is the edit) counts only when it held one
+            # of the key's named values, not its result: the product a count is made of holds
+            # the key's parts (2 * batch of 2 * batch * heads * n * d) and a repair makes them
+            # other values; a crossover's divisor 2 * d_model is the key's N by chance
+            made_wrong = broken_by(
+                with_expressions(before, mutant.where, original, changed, 1, alone=True),
+                with_expressions(after, mutant.where, original, changed, 2, alone=True),
+                (without(pool[0], result), []), named)
+        broken.append(made_wrong)
     return broken
 
 

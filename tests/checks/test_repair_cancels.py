@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from mhalib.checks import get_exercise
-from mhalib.checks.repair_cancels import broken_by, key_values, least_alike
+from mhalib.checks.repair_cancels import (
+    broken_by,
+    expressions_changed,
+    key_values,
+    least_alike,
+    with_expressions,
+)
 
 
 def _case(exercise, label_part: str):
@@ -57,7 +63,58 @@ def test_a_change_breaks_only_values_that_were_the_keys(after, broken):
     assert broken_by(BEFORE, now, pool, {"n_rep": 4}) == broken
 
 
+def test_a_whole_float_below_10_is_as_plain_as_the_int():
+    # a learner's ratio of 8.0 equals the key's 8 K/V heads by chance
+    assert broken_by({"": {"ratio": 8.0}}, {"": {"ratio": 16.0}}, ([8], []), {}) == []
+    assert broken_by({"": {"ratio": 8.5}}, {"": {"ratio": 17.0}}, ([8.5], []), {}) == [
+        ("", "ratio")]
+
+
 def test_a_part_of_the_keys_counts_before_a_change_not_after():
     pool = ([4096], [2048])  # half the FLOPs is a part of the key (its scores)
     assert broken_by({"": {"flops": 4096}}, {"": {"flops": 2048}}, pool, {}) == [("", "flops")]
     assert broken_by({"": {"flops": 2048}}, {"": {"flops": 4096}}, pool, {}) == []
+
+
+def flops_over_bytes(a, b):
+    scores = 2 * a
+    mix = 2 * a
+    return (scores + mix) / b
+
+
+def _dropping_mix():
+    import ast
+    from types import SimpleNamespace
+
+    from mhalib.checks.mutant_schema import _parsed
+
+    tree = _parsed(flops_over_bytes)
+    total = next(n for n in ast.walk(tree) if isinstance(n, ast.BinOp)
+                 and isinstance(n.op, ast.Add))
+    return SimpleNamespace(edits=((total, total.left),))
+
+
+def test_a_change_inside_one_expression_is_read_on_the_expressions_that_hold_it():
+    changed = expressions_changed(flops_over_bytes, _dropping_mix())
+    # (not what it returns: that is the learner's output, wrong on a failing case)
+    assert [text for text, *_ in changed] == ["scores + mix"]
+    seen = {"": {"a": 20, "b": 3, "scores": 40, "mix": 40}}
+    before = with_expressions(seen, "", flops_over_bytes, changed, 1, alone=True)
+    after = with_expressions(seen, "", flops_over_bytes, changed, 2, alone=True)
+    assert before[""] == {"scores + mix": 80} and after[""] == {"scores + mix": 40}
+    # the sum held the key's FLOPs (80): dropping a term of it makes a right value wrong
+    assert broken_by(before, after, ([80], []), {}) == [("", "scores + mix")]
+    assert broken_by(before, after, ([81], []), {}) == []
+
+
+def test_an_expression_assigned_to_a_name_is_left_to_the_variable():
+    import ast
+    from types import SimpleNamespace
+
+    from mhalib.checks.mutant_schema import _parsed
+
+    tree = _parsed(flops_over_bytes)
+    product = next(n for n in ast.walk(tree) if isinstance(n, ast.BinOp)
+                   and isinstance(n.op, ast.Mult))
+    edit = SimpleNamespace(edits=((product.left, ast.Constant(4)),))
+    assert expressions_changed(flops_over_bytes, edit) == []

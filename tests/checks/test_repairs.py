@@ -270,13 +270,28 @@ def intensity_in_one_line(num_heads, num_kv_heads, head_dim, seq_len, batch_size
         4 * batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element)
 
 
-def test_two_places_that_mend_the_result_are_both_said():
-    # with no value of the learner's on the way, nothing tells the FLOPs' 4 from the bytes' 4
+def test_of_two_places_in_one_expression_the_one_that_keeps_a_right_part_right_is_said():
+    # no variable of the learner's holds the FLOPs, but the numerator is the key's FLOPs:
+    # halving it would cancel the bytes' 4, so only the bytes are said
     repair, verdict = repaired("decode_attention_intensity", intensity_in_one_line)
     first = intensity_in_one_line.__code__.co_firstlineno
-    assert "also" in repair and {repair["line"], repair["also"]["line"]} == {first + 2,
-                                                                              first + 3}
-    assert "a change in either of two places makes every case right" in verdict.diagnosis
+    assert "also" not in repair and repair["line"] == first + 3 and not repair["cancels"]
+    assert "a change in either of two places" not in verdict.diagnosis
+
+
+def both_sides_doubled(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
+                       bytes_per_element=2):
+    return (8 * batch_size * num_heads * seq_len * head_dim) / (
+        2 * batch_size * num_kv_heads * seq_len * head_dim * bytes_per_element)
+
+
+def test_of_a_ratios_two_sides_the_one_holding_the_keys_value_is_not_said():
+    # the FLOPs counted twice and the bytes right: the bytes hold the key's value, so doubling
+    # them only cancels the slip, and the FLOPs' 8 is said alone
+    repair, verdict = repaired("decode_attention_intensity", both_sides_doubled)
+    first = both_sides_doubled.__code__.co_firstlineno
+    assert repair is not None and "also" not in repair and repair["line"] == first + 2, (
+        verdict.diagnosis)
 
 
 def test_a_result_a_constant_factor_off_is_said_as_one_place_of_several():
