@@ -123,7 +123,7 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False,
         try:
             if result.get("status") == "error":
                 found = explain_error(exercise, case, str(result.get("error") or ""),
-                                      sizes(exercise, case))
+                                      confirmed_sizes(exercise, case, result, failing))
             elif result.get("status") == "ok" and not getattr(case, "must_raise", ""):
                 found = forms[id(case)]
             else:
@@ -165,6 +165,40 @@ def _same_factor_everywhere(forms) -> bool:
         names = set(match.group(1).split(" = "))
         shared = names if shared is None else shared & names
     return bool(shared)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def confirmed_sizes(exercise, case, result, failing) -> dict:
+    """The sizes of ``case`` (by name) an error may name a number by: those no other failing
+    case contradicts. Another case that raised the same error (the same text, its numbers
+    aside) has its numbers at the same places; a name whose size is at a place on this case
+    and not at that place on another equals it by chance (round U: a cache concatenated along
+    the heads gave 8 heads where the case had N = 8 tokens; the next case had N = 6 and 8
+    heads again)."""
+    named = sizes(exercise, case)
+    error = str(result.get("error") or "")
+    numbers = [int(n) for n in _NUMBER.findall(error)]
+    template = _NUMBER.sub("#", error)
+    others = []
+    for other, other_result in failing:
+        text = str(other_result.get("error") or "")
+        if other is case or other_result.get("status") != "error" or \
+                _NUMBER.sub("#", text) != template:
+            continue
+        try:
+            others.append(([int(n) for n in _NUMBER.findall(text)], sizes(exercise, other)))
+        except Exception:
+            continue
+    kept = {}
+    for name, value in named.items():
+        places = [i for i, n in enumerate(numbers) if n == value]
+        if places and any(not any(found[i] == their.get(name) for i in places)
+                          for found, their in others):
+            continue  # (another case's number at these places is not its size of this name)
+        kept[name] = value
+    return kept
 
 
 def _failed(case, failures) -> bool:

@@ -92,7 +92,8 @@ def _reshape(exercise, case, last, line, named):
     for n in shape:
         product *= n
     given = {name for name, p in _parameters(exercise).items() if name in named}
-    named = {**_quotients(named), **named}  # d_model / num_heads is a size of this case too
+    # d_model / num_heads is a size of this case too, and so is H * d_head (a merged width)
+    named = {**_quotients(named), **named, **_products(named)}
     candidates = []  # (position, size there, the size that would fit)
     for i, entry in enumerate(shape):
         rest = product // entry if entry else 0
@@ -126,6 +127,13 @@ def _quotients(named: dict[str, int]) -> dict[str, int]:
     gives (a head width), when it divides."""
     return {f"{a} / {b}": va // vb for a, va in named.items() for b, vb in named.items()
             if a != b and 1 < vb < va and va % vb == 0 and "/" not in a + b}
+
+
+def _products(named: dict[str, int]) -> dict[str, int]:
+    """``{"x.shape[1]*x.shape[3]": 12}``: the products of two of the case's sizes (each above
+    1), which a merged width is."""
+    plain = [(a, va) for a, va in named.items() if va > 1 and not set("/*") & set(a)]
+    return {f"{a}*{b}": va * vb for i, (a, va) in enumerate(plain) for b, vb in plain[i + 1:]}
 
 
 def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:

@@ -38,9 +38,10 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
         return _mask_order(e, r, path, named)
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
         return None
-    noise = _rounding(case, r.dtype)
+    noise, dtype = _rounding(case, r.dtype), r.dtype
     e, r = e.astype(np.float64), r.astype(np.float64)
-    return (_nan(case, e, r, path) or _triangle(e, r, path) or _diagonal_only(e, r, path)
+    return (_nan(case, e, r, path) or _half_values(case, dtype, e, r, path)
+            or _triangle(e, r, path) or _diagonal_only(e, r, path)
             or _sign_flipped(e, r, path) or _factor(e, r, path, named, noise)
             or _placement(e, r, path, named))
 
@@ -59,6 +60,33 @@ def _not_a_number(e, r, path) -> tuple[str, str] | None:
         return ("form:parts", f"{path} is a {type(r).__name__} of {len(r)} numbers that add up "
                 f"to the right {e!r}: the parts were returned side by side; return their sum, "
                 "one number.")
+    return None
+
+
+def _half_values(case, dtype, e, r, path) -> tuple[str, str] | None:
+    """Every finite value of a float32 or float64 output is a bfloat16 (or float16) number
+    where the right values are not: the computation went through half precision (round U:
+    RoPE angles computed from float16 positions)."""
+    if half_precision(case, dtype) or dtype.kind != "f" or dtype.itemsize < 4:
+        return None
+    finite = np.isfinite(e) & np.isfinite(r)
+    got, want = r[finite], e[finite]
+    if got.size < 4 or np.array_equal(got, want):
+        return None
+    import torch
+
+    for name, digits, rounded in (
+            ("bfloat16", "2 to 3", lambda a: torch.from_numpy(a).to(torch.bfloat16).double()
+             .numpy()),
+            ("float16", "3 to 4", lambda a: a.astype(np.float16).astype(np.float64))):
+        with np.errstate(over="ignore"):
+            if np.array_equal(rounded(got), got) and not np.array_equal(rounded(want), want):
+                return ("form:half_precision", f"every value of {path} is a {name} number "
+                        f"(about {digits} significant digits), where the right values are "
+                        f"not: it was computed in {name} or rounded to it on the way (an input, "
+                        "the positions or the angles cast to half precision, or a tensor made "
+                        "in a half-precision dtype); compute in float32 or float64 and cast "
+                        "only the result, if at all.")
     return None
 
 

@@ -146,6 +146,13 @@ class DotProductVariance(Exercise):
                     "per sample, then take the variance of the n_samples dot products.",
                     lambda c, received, meta: _of_feature_sums(c, _as_number(
                         _first_value(c, received)))),
+            Symptom("about_zero", "the value is about 0 for every d_k: that is what the mean "
+                    "of q . k gives (it is 0 on average), or the mean of the deviations from it "
+                    "left unsquared. The variance is the mean of the SQUARED deviations, "
+                    "np.mean((x - x.mean()) ** 2) or np.var(x): check where the ** 2 applies "
+                    "(x - m ** 2 squares only m).",
+                    lambda c, received, meta: _about_zero(c, _as_number(
+                        _first_value(c, received)))),
             Symptom("exact_value", "the function returns d_k itself; the exercise is to measure "
                     "the variance by sampling q and k, and see how close it comes.",
                     lambda c, received, meta: _is_exact(_as_number(_first_value(c, received)),
@@ -154,6 +161,14 @@ class DotProductVariance(Exercise):
                     "the generator with np.random.default_rng(seed) inside the function.",
                     lambda c, received, meta: c.label == SEED_CASE and _seed_ignored(received)),
         ]
+
+
+def _about_zero(case: Case, value) -> bool:
+    """True when ``value`` is within sampling error of 0 as a mean of n_samples dot products
+    (standard deviation sqrt(d_k / n_samples)) would be."""
+    if value is None or not np.isfinite(value):
+        return False
+    return abs(value) <= 6.0 * np.sqrt(_d_k(case) / _n_samples(case)) + 1e-9
 
 
 def _of_feature_sums(case: Case, value) -> bool:

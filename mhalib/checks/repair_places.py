@@ -53,7 +53,8 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
                 "holds now")
     moved = _names_moved(mutant)
     unpacking = _unpacking_of(tree, line, moved)
-    if unpacking is not None and _read_only_at(tree, moved, line):
+    if unpacking is not None and _read_only_at(tree, moved, line) and \
+            _every_read_edited(tree, mutant, moved):
         text = ast.unparse(unpacking)
         said = f": `{text}`" if len(text) <= MAX_SAID // 2 else ""
         return (f"or swap the names where they are assigned instead, line "
@@ -176,6 +177,16 @@ def _read_only_at(tree, names: set[str], line: int) -> bool:
     return all(node.lineno == line for node in ast.walk(tree)
                if isinstance(node, ast.Name) and node.id in names
                and isinstance(node.ctx, ast.Load))
+
+
+def _every_read_edited(tree, mutant, names: set[str]) -> bool:
+    """True when the edit changes every read of ``names`` (round U: ``reshape(b, n, h * n)``
+    mended as ``h * d`` leaves the first ``n`` as it is, so swapping ``n`` and ``d`` where
+    they are unpacked would change both)."""
+    def reads(nodes) -> set:
+        return {(n.lineno, n.col_offset) for node in nodes for n in ast.walk(node)
+                if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)}
+    return reads([tree]) <= reads([node for node, _ in mutant.edits])
 
 
 def _unpacking_of(tree, line: int, names: set[str]) -> ast.Assign | None:

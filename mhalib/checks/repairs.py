@@ -83,6 +83,8 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             result["meta"])
 
     failing = [case for case, entry in zip(cases, entries) if not right(case, entry)]
+    returned = [case for case, entry in zip(cases, entries)
+                if entry.get("status") == "ok" and any(case is c for c in failing)]
     if not failing or not callable(func):
         return None
     if budget_s < QUICK_BELOW_S and _own_code_size(func) > QUICK_MAX_CHARS:
@@ -163,7 +165,8 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                                           budget_s - (time.perf_counter() - started)) or {}
         return looked["seen"]
     with _quiet():
-        cancels = _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
+        cancels = _cancelling(exercise, schema, failing, returned, found, first_seen, started,
+                              budget_s)
     if len(found) == 2 and bool(cancels[0]) != bool(cancels[1]):
         keep = 0 if not cancels[0] else 1  # the other place only cancels the slip
         found, cancels = found[keep:keep + 1], cancels[keep:keep + 1]
@@ -201,14 +204,19 @@ def _holds_on(schema, mutant, more, passes) -> bool:
         schema.active.clear()
 
 
-def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s) -> list[list]:
+def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
+                budget_s) -> list[list]:
     """For each repair of ``found``, the learner's variables (and arithmetic expressions that
     hold the edit: :func:`mhalib.checks.repair_cancels.expressions_changed`) that held a value
     the answer key computes and that the repair makes wrong
     (:func:`mhalib.checks.repair_cancels.broken_by`), on the failing case whose sizes are
     least alike (:func:`mhalib.checks.repair_cancels.least_alike`: with a 2-byte cache, a count
     without its factor 2 for K and V equals the key's elements): such a repair cancels the slip
-    elsewhere. Empty lists when there is no time left to look."""
+    elsewhere. The case is one on which the learner's code returned (``returned``), where
+    there is one: in a call that raised, a variable holds what it held before the statement that
+    raised (round U: ``s`` the key's scores, before ``s = s - s.max(axis=-1)`` failed to
+    broadcast), not what it holds once the repair lets that statement run. Empty lists when
+    there is no time left to look."""
     from mhalib.checks.repair_cancels import (
         broken_by,
         expressions_changed,
@@ -219,7 +227,7 @@ def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
     )
 
     none = [[] for _ in found]
-    case, named = least_alike(exercise, failing)
+    case, named = least_alike(exercise, returned or failing)
     pool = key_values(exercise, case)
     if pool is None or not any(pool):
         return none
@@ -227,6 +235,11 @@ def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
         exercise, schema, case, budget_s - (time.perf_counter() - started))
     if not before:
         return none
+    if not any(case is c for c in returned):  # (every failing call raised: a name assigned
+        # twice may hold its first value, and the repair lets the second run)
+        before = {where: {name: value for name, value in names.items()
+                          if name not in _assigned_twice(schema.originals.get(where))}
+                  for where, names in before.items()}
     try:
         result = exercise.expected_once(case)
     except Exception:
@@ -256,6 +269,24 @@ def _cancelling(exercise, schema, failing, found, first_seen, started, budget_s)
                 (without(pool[0], result), []), named)
         broken.append(made_wrong)
     return broken
+
+
+def _assigned_twice(function) -> set:
+    """The names ``function`` assigns in more than one statement (or as a loop's variable, or
+    with ``+=``)."""
+    tree = _parsed(function)
+    if tree is None:
+        return set()
+    counts: dict = {}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    more = 2 if isinstance(node, (ast.AugAssign, ast.For)) else 1
+                    counts[name.id] = counts.get(name.id, 0) + more
+    return {name for name, count in counts.items() if count > 1}
 
 
 def _names(broken: list) -> str:

@@ -41,6 +41,8 @@ CONSTANT_WORDS = {
     "intensity": {2: "a multiply-add is 2 FLOPs, and the cache holds both keys and values"},
     "bytes": {2: "a cache holds both keys and values, or a 16-bit value's 2 bytes counted "
                  "again where bytes_per_element already holds them", 8: "bits instead of bytes"},
+    "param": {2: "a coefficient of a term or a part counted twice, or the parameters' size in "
+                 "bytes (2 bytes each in fp16 or bf16) where their number is asked"},
 }
 
 

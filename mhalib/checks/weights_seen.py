@@ -170,8 +170,8 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
         rows = head.allowed.any(axis=1) & np.isfinite(w).all(axis=1)
         sums.extend(w[rows].sum(axis=1).tolist())
     sums = np.array(sums)
-    if not len(sums) or np.allclose(sums, 1.0, atol=1e-4):
-        return None
+    if not len(sums) or np.allclose(sums, 1.0, atol=5e-3):
+        return None  # (to within half precision's rounding: what is wrong is not the sums)
     if np.allclose(sums, 0.0, atol=1e-12):
         return "weights:all_zero", (
             "read back from your output, every row of weights is all 0 where it should sum to "

@@ -537,3 +537,65 @@ def test_code_that_writes_into_its_input_leaves_the_case_as_it_was():
     verdict = judged("softmax", softmax_writing_into_its_input)
     assert not verdict.passed and "-inf entries used as 0" in verdict.diagnosis, \
         verdict.diagnosis
+
+
+def decode_cache_grown_along_heads(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    b, n, d = x.shape
+    dh = d // num_heads
+    rep = num_heads // num_kv_heads
+    k_cache = v_cache = None
+    outs = []
+    for t in range(n):
+        xt = x[:, t:t + 1]
+        k_new, v_new = _split(xt @ w_k, num_kv_heads), _split(xt @ w_v, num_kv_heads)
+        k_cache = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=1)  # heads
+        v_cache = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=1)
+        q = _split(xt @ w_q, num_heads)
+        scores = q @ k_cache.repeat_interleave(rep, 1).transpose(-1, -2) / math.sqrt(dh)
+        outs.append(_merge(scores.softmax(-1) @ v_cache.repeat_interleave(rep, 1)) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
+def test_a_size_an_error_equals_by_chance_is_not_named_when_another_case_says_otherwise():
+    """Round U: the heads of a cache grown along the head axis (2 K/V heads x 2 steps x 2
+    repeats = 8) were said to be "as many as N" on a case of 8 tokens; another case raised the
+    same error with 8 heads and 6 tokens, so the 8 is not N."""
+    for seed in (0, 1):
+        verdict = judged("decode_with_cache", decode_cache_grown_along_heads, seed)
+        assert not verdict.passed
+        assert "as many as N)" not in verdict.diagnosis, verdict.diagnosis
+
+
+def param_count_in_fp16_bytes(d_model, bias=True):
+    count = 4 * d_model * d_model + (4 * d_model if bias else 0)
+    return 2 * count  # bytes at fp16, not the number of parameters
+
+
+def test_a_parameter_count_twice_too_large_names_its_size_in_bytes_among_the_causes():
+    verdict = judged("mha_param_count", param_count_in_fp16_bytes)
+    assert not verdict.passed
+    assert "size in bytes (2 bytes each in fp16 or bf16)" in verdict.diagnosis, verdict.diagnosis
+
+
+def rope_angles_in_half(positions, head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError(f"head_dim={head_dim} is odd")
+    positions = positions.to(torch.float16)
+    freq = (base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)).half()
+    return torch.outer(positions, freq).float()
+
+
+def attention_in_half(q, k, v):
+    q16, k16, v16 = (np.asarray(a, dtype=np.float16) for a in (q, k, v))
+    s = q16 @ np.swapaxes(k16, -1, -2) / np.float16(np.sqrt(q.shape[-1]))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return (w @ v16).astype(np.float64), w.astype(np.float64)
+
+
+@pytest.mark.parametrize(("exercise", "func"), [("rope_angles", rope_angles_in_half),
+                                                ("attention", attention_in_half)])
+def test_values_that_are_all_half_precision_numbers_are_said_so(exercise, func):
+    verdict = judged(exercise, func)
+    assert not verdict.passed
+    assert "form:half_precision" in verdict.flags, verdict.diagnosis

@@ -262,3 +262,18 @@ def test_a_size_in_an_error_is_said_as_equal_to_the_cases_sizes_not_as_them():
     _, verdict = judged("grouped_query_attention", gqa_kv_split_into_query_heads)
     assert "raised:broadcast" in verdict.flags or "raised:matmul" in verdict.flags, verdict.flags
     assert "(as many as " in verdict.diagnosis, verdict.diagnosis
+
+
+def merge_heads_width_from_tokens(x):
+    b, h, n, d = x.shape
+    return np.swapaxes(x, 1, 2).reshape(b, n, h * n)  # the second n: d belongs
+
+
+def test_names_swapped_in_one_place_of_several_are_not_offered_where_they_are_unpacked():
+    """Round U: swapping n and d where they are unpacked changes the first n of the reshape
+    too, so it mends nothing; only the change at the second n is said."""
+    repair, verdict = judged("merge_heads", merge_heads_width_from_tokens)
+    assert repair is not None and repair["new"].endswith("h * d)"), verdict.diagnosis
+    assert "swap the names where they are assigned" not in verdict.diagnosis
+    # the reshape's error names each size that could be wrong, the merged width among them
+    assert "should be 12 (as many as x.shape[1]*x.shape[3])" in verdict.diagnosis

@@ -168,3 +168,21 @@ def test_a_change_that_makes_a_right_value_wrong_is_said_not_to_be_the_slip():
     assert "makes `flops` wrong, which held the value the answer key computes" in \
         verdict.diagnosis
     assert "one change mends it" not in verdict.diagnosis
+
+
+def attention_shift_without_keepdims(q, k, v):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1])
+    s = s - s.max(axis=-1)  # (N_q,) against (N_q, N_k): raises unless N_q == N_k
+    e = np.exp(s)
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w @ v, w
+
+
+def test_a_variable_read_from_a_call_that_raised_does_not_make_the_repair_cancelling():
+    """Round U: on a case where the code raised, ``s`` still held the key's scores (the shift
+    never ran); the repair that lets the shift run made it the shifted scores, and was said as
+    cancelling a slip elsewhere. The case read is one the code returned on."""
+    repair, verdict = repaired("attention", attention_shift_without_keepdims)
+    assert repair is not None, verdict.diagnosis
+    assert repair["new"].endswith("keepdims=True)") and not repair["cancels"], verdict.diagnosis
+    assert "not where the slip is" not in verdict.diagnosis

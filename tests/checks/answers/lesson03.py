@@ -342,3 +342,12 @@ def variance_of_feature_sums(d_k, n_samples=100_000, seed=0):
 
 
 WRONG["dot_product_variance"]["summed_over_samples"] = variance_of_feature_sums
+
+
+def variance_mean_of_products(d_k, n_samples=100_000, seed=0):
+    """Returns the mean of the dot products (about 0), not their variance."""
+    q, k = _samples(d_k, n_samples, seed)
+    return float(np.einsum("nd,nd->n", q, k).mean())
+
+
+WRONG["dot_product_variance"]["about_zero"] = variance_mean_of_products
