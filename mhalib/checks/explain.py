@@ -167,16 +167,16 @@ def _same_factor_everywhere(forms) -> bool:
     return bool(shared)
 
 
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"(?<![\d.])(?<!dimension )(?<!dim )\d+")  # (an axis index is kept)
 
 
 def confirmed_sizes(exercise, case, result, failing) -> dict:
     """The sizes of ``case`` (by name) an error may name a number by: those no other failing
     case contradicts. Another case that raised the same error (the same text, its numbers
     aside) has its numbers at the same places; a name whose size is at a place on this case
-    and not at that place on another equals it by chance (round U: a cache concatenated along
-    the heads gave 8 heads where the case had N = 8 tokens; the next case had N = 6 and 8
-    heads again)."""
+    and not at that place on another (whose arguments have as many axes, and which has a size
+    of that name) equals it by chance (round U: a cache concatenated along the heads gave 8
+    heads where the case had N = 8 tokens; the next case had N = 10 and 8 heads again)."""
     named = sizes(exercise, case)
     error = str(result.get("error") or "")
     numbers = [int(n) for n in _NUMBER.findall(error)]
@@ -185,8 +185,8 @@ def confirmed_sizes(exercise, case, result, failing) -> dict:
     for other, other_result in failing:
         text = str(other_result.get("error") or "")
         if other is case or other_result.get("status") != "error" or \
-                _NUMBER.sub("#", text) != template:
-            continue
+                _NUMBER.sub("#", text) != template or _ranks(other) != _ranks(case):
+            continue  # (arguments of other ranks: the same error may compare other axes)
         try:
             others.append(([int(n) for n in _NUMBER.findall(text)], sizes(exercise, other)))
         except Exception:
@@ -194,11 +194,16 @@ def confirmed_sizes(exercise, case, result, failing) -> dict:
     kept = {}
     for name, value in named.items():
         places = [i for i, n in enumerate(numbers) if n == value]
-        if places and any(not any(found[i] == their.get(name) for i in places)
+        if places and any(name in their and not any(found[i] == their[name] for i in places)
                           for found, their in others):
             continue  # (another case's number at these places is not its size of this name)
         kept[name] = value
     return kept
+
+
+def _ranks(case) -> tuple:
+    """How many axes each argument of ``case`` has (0 for a number)."""
+    return tuple(int(np.ndim(a)) for a in [*case.args, *case.kwargs.values()])
 
 
 def _failed(case, failures) -> bool:
