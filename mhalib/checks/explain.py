@@ -202,8 +202,8 @@ def confirmed_sizes(exercise, case, result, failing) -> dict:
 
 
 def _ranks(case) -> tuple:
-    """How many axes each argument of ``case`` has (0 for a number)."""
-    return tuple(int(np.ndim(a)) for a in [*case.args, *case.kwargs.values()])
+    """How many axes each array argument of ``case`` has (numbers and flags left out)."""
+    return tuple(n for n in (int(np.ndim(a)) for a in [*case.args, *case.kwargs.values()]) if n)
 
 
 def _failed(case, failures) -> bool:

@@ -599,3 +599,19 @@ def test_values_that_are_all_half_precision_numbers_are_said_so(exercise, func):
     verdict = judged(exercise, func)
     assert not verdict.passed
     assert "form:half_precision" in verdict.flags, verdict.diagnosis
+
+
+def merge_heads_first_head_skipped(x):
+    b, h, n, d = x.shape
+    out = np.zeros((b, n, h * d))
+    for i in range(1, h):
+        out[:, :, i * d:(i + 1) * d] = x[:, i]
+    return out
+
+
+def test_zeros_where_values_belong_are_not_read_as_half_precision():
+    # every 0 is a bfloat16 number, but a head left at 0 is no rounding of the right values
+    for seed in (0, 1):
+        verdict = judged("merge_heads", merge_heads_first_head_skipped, seed)
+        assert not verdict.passed and "form:half_precision" not in verdict.flags, (
+            verdict.diagnosis)
