@@ -104,8 +104,22 @@ def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, s
         shown = parents[id(shown)]
     old, new_text = _render(shown, aliases), _render(_replaced(shown, node, new), aliases)
     if len(old) > MAX_SAID or len(new_text) > MAX_SAID:
-        return _render(node, aliases), _render(new, aliases)
-    return old, new_text
+        old, new_text, shown = _render(node, aliases), _render(new, aliases), node
+    return old, _bracketed_in_place(shown, old, new_text, node, new, aliases, parents)
+
+
+def _bracketed_in_place(shown, old: str, new_text: str, node, new, aliases, parents) -> str:
+    """``new_text`` in parentheses when the expression around it needs them: ``2 * (r + p)``
+    mended as ``r + p`` inside ``2 * (r + p) * b`` is ``(r + p) * b``, not ``r + p * b``
+    (round V: pasted as said, the change gave another count)."""
+    parent = parents.get(id(shown))
+    if not isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Attribute, ast.Subscript)) or (
+            new_text.startswith("(") and new_text.endswith(")")):
+        return new_text
+    around = _render(_replaced(parent, node, new), aliases)
+    if f"({new_text})" in around and f"({old})" not in _render(parent, aliases):
+        return f"({new_text})"
+    return new_text
 
 
 def say_together(edits, aliases: dict[str, str], parents: dict[int, ast.AST]

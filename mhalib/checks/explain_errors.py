@@ -217,11 +217,24 @@ def _odd_operand(shapes, named) -> tuple[str, int] | None:
 
 
 def _broadcast(exercise, case, last, line, named):
+    from mhalib.checks.explain_sizes import names_of
+
     torch_style = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b "
                             r"\((\d+)\) at non-singleton dimension (\d+)", last)
     numpy_style = re.search(r"could not be broadcast together with shapes (.*)", last)
+    if (torch_style or numpy_style) and re.search(r"\w\.T\b", line) and any(
+            getattr(arg, "ndim", 0) >= 3 for arg in case.args):
+        return ("broadcast", "two tensors combined element by element (or a batched matrix "
+                "product's batch axes) do not line up, on a line that uses .T: .T reverses "
+                "every axis of a batched tensor, so (B, H, N, d) becomes (d, N, H, B) and its "
+                "batch axes no longer match; swap only the last two (x.transpose(-2, -1), "
+                "x.mT, or np.swapaxes(x, -1, -2)).")
     if torch_style:
         a, b, dim = (int(g) for g in torch_style.groups())
+        ragged = _last_block(a, b, named)
+        if ragged:
+            return ("broadcast", f"two tensors combined element by element disagree on "
+                    f"dimension {dim}: {a} against {b}. {ragged}")
         heads, kv_heads = named.get("num_heads"), named.get("num_kv_heads")
         if isinstance(heads, int) and isinstance(kv_heads, int) and heads != kv_heads and \
                 {a, b} == {heads, kv_heads}:
@@ -232,6 +245,18 @@ def _broadcast(exercise, case, last, line, named):
                     "(repeat_interleave along the head axis, or enable_gqa=True in "
                     "F.scaled_dot_product_attention); otherwise one of the two was split into "
                     "the wrong number of heads or built along the wrong axis.")
+        other = b if a == heads else a
+        if dim == 1 and isinstance(heads, int) and "num_kv_heads" in _parameters(exercise) and \
+                heads in (a, b) and {a, b} != {heads} and kv_heads not in (a, b) and all(
+                    "head" in name for name in names_of(other, named)):
+            # (another axis's size there, such as N, says an axis moved: the reading below)
+            return ("broadcast", f"two tensors combined element by element disagree on "
+                    f"dimension 1, the head axis: {_say(a, named)} against {_say(b, named)}. "
+                    f"The query side has num_heads heads, so {other} is a head count gone "
+                    "wrong on the keys' or values' side: split into num_heads heads where "
+                    "num_kv_heads belongs (and then repeated), repeated too many times, or a "
+                    "cache grown along the head axis (torch.cat(..., dim=1)) where its tokens "
+                    "are dim 2.")
         return ("broadcast", f"two tensors combined element by element disagree on dimension "
                 f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
                 "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "
@@ -243,6 +268,24 @@ def _broadcast(exercise, case, last, line, named):
                 f"broadcast ({numpy_style.group(1)[:80]}); a keepdims=True, a new axis or a "
                 "transpose is missing.")
     return None
+
+
+def _last_block(a: int, b: int, named: dict[str, int]) -> str:
+    """What a block size against a smaller size says when the smaller is what a length leaves
+    after whole blocks (``N % block_size``): the last, shorter block was sized as a full one
+    (round V: ``arange(start, start + block_size)`` against the last block's 8 keys)."""
+    for name, size in named.items():
+        if not name.endswith("_size") or size not in (a, b) or a == b:
+            continue
+        rest = b if a == size else a
+        for length_name, length in named.items():
+            if 0 < rest < size < length and length % size == rest:
+                return (f"{size} is {name} and {rest} is what {length_name} = {length} leaves "
+                        f"after whole blocks of {size} ({length} % {size}): the last block is "
+                        f"shorter, and something sized by {name} (arange(start, start + "
+                        f"{name}), a mask or a buffer of {name}) must take the block's own "
+                        f"length, min(start + {name}, {length_name}) - start.")
+    return ""
 
 
 def _dtype(exercise, case, last, line, named):

@@ -30,6 +30,12 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
         return _scalar(e, r, path, named)
     if isinstance(e, (int, float)) and not isinstance(e, bool):
         return _not_a_number(e, r, path)
+    if isinstance(e, np.ndarray) and r is None:
+        return ("form:none", f"{path} is None where an array belongs: the function ended "
+                "without returning it (a path with no return statement), or returned what an "
+                "in-place operation gives back, which is None: np.fill_diagonal, ndarray.sort, "
+                "list.append or rng.shuffle change their argument and return None, so return the "
+                "array itself after the call.")
     if not isinstance(e, np.ndarray) or not isinstance(r, np.ndarray):
         return None
     if e.shape != r.shape:

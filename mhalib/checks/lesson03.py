@@ -415,6 +415,12 @@ class SoftmaxJacobian(Exercise):
                          "entry (i, j) is p_i p_j: use np.outer(p, p) (in a loop, p[i] * p[j]).",
                          lambda c: np.diag(p(c)) - p(c) * p(c),
                          lambda c: [np.diag(p(c)) - (p(c) * p(c))[:, None]]),
+            WrongAnswers("delta_everywhere", "every entry is p_i (1 - p_j) (or p_j (1 - p_i)): the "
+                         "1 of (delta_ij - p_j) was put on every entry, but the Kronecker delta "
+                         "delta_ij is 1 only on the diagonal (i == j) and 0 elsewhere, so the "
+                         "off-diagonal entries are -p_i p_j: J = diag(p) - p p^T.",
+                         lambda c: np.outer(p(c), 1 - p(c)),
+                         lambda c: [np.outer(1 - p(c), p(c))]),
         ]
 
 

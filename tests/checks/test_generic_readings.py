@@ -615,3 +615,72 @@ def test_zeros_where_values_belong_are_not_read_as_half_precision():
         verdict = judged("merge_heads", merge_heads_first_head_skipped, seed)
         assert not verdict.passed and "form:half_precision" not in verdict.flags, (
             verdict.diagnosis)
+
+
+def jacobian_filled_in_place(p):
+    p = np.asarray(p, dtype=float)
+    jac = -np.outer(p, p)
+    return np.fill_diagonal(jac, p - p * p)  # fills in place and returns None
+
+
+def gqa_kv_split_into_query_heads(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads,
+                                  causal=False):
+    t = torch.as_tensor(x)
+    q = _split(t @ torch.as_tensor(w_q), num_heads)
+    k = _split(t @ torch.as_tensor(w_k), num_heads)  # num_kv_heads belongs here
+    v = _split(t @ torch.as_tensor(w_v), num_heads)
+    rep = num_heads // num_kv_heads
+    k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    return _merge(w @ v) @ torch.as_tensor(w_o)
+
+
+def online_softmax_full_blocks_only(q, k, v, block_size=64, causal=False):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    scale = 1 / math.sqrt(q.shape[-1])
+    top = torch.full(q.shape[:-1] + (1,), -math.inf, dtype=torch.float64)
+    total = torch.zeros_like(top)
+    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=torch.float64)
+    qpos = torch.arange(n_q)[:, None] + n_k - n_q
+    for start in range(0, n_k, block_size):
+        kb, vb = k[..., start:start + block_size, :], v[..., start:start + block_size, :]
+        s = (q.double() @ kb.double().transpose(-2, -1)) * scale
+        if causal:
+            kpos = torch.arange(start, start + block_size)  # the last block may be shorter
+            s = s.masked_fill(kpos > qpos, -math.inf)
+        new = torch.maximum(top, s.amax(-1, keepdim=True))
+        safe = torch.where(torch.isinf(new), torch.zeros_like(new), new)
+        p = torch.exp(s - safe)
+        fade = torch.exp(top - safe)
+        total = total * fade + p.sum(-1, keepdim=True)
+        acc = acc * fade + p @ vb.double()
+        top = new
+    return (acc / torch.where(total == 0, torch.ones_like(total), total)).to(q.dtype)
+
+
+def attention_backward_dot_t(q, k, v, grad_out, causal=False):
+    d = q.shape[-1]
+    s = q @ k.transpose(-2, -1) / math.sqrt(d)
+    if causal:
+        n_q, n_k = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q), -math.inf)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    grad_v = p.transpose(-2, -1) @ grad_out
+    grad_p = grad_out @ v.transpose(-2, -1)
+    grad_s = p * (grad_p - (grad_p * p).sum(-1, keepdim=True))
+    return grad_s @ k / math.sqrt(d), grad_s.T @ q / math.sqrt(d), grad_v  # .T: every axis
+
+
+@pytest.mark.parametrize(("exercise", "func", "flag", "words"), [
+    ("softmax_jacobian", jacobian_filled_in_place, "form:none", "in-place operation"),
+    ("grouped_query_attention", gqa_kv_split_into_query_heads, "raised:broadcast",
+     "dimension 1, the head axis"),
+    ("online_softmax_attention", online_softmax_full_blocks_only, "raised:broadcast",
+     "the last block is shorter"),
+    ("attention_backward", attention_backward_dot_t, "raised:broadcast",
+     ".T reverses every axis of a batched tensor"),
+])
+def test_round_vs_generic_readings(exercise, func, flag, words):
+    verdict = judged(exercise, func)
+    assert not verdict.passed and flag in verdict.flags, verdict.diagnosis
+    assert words in verdict.diagnosis, verdict.diagnosis

@@ -186,3 +186,17 @@ def test_a_variable_read_from_a_call_that_raised_does_not_make_the_repair_cancel
     assert repair is not None, verdict.diagnosis
     assert repair["new"].endswith("keepdims=True)") and not repair["cancels"], verdict.diagnosis
     assert "not where the slip is" not in verdict.diagnosis
+
+
+def mla_bytes_keys_and_values(num_layers, kv_lora_rank, rope_head_dim, seq_len, batch_size=1,
+                              bytes_per_element=2):
+    per_token = 2 * (kv_lora_rank + rope_head_dim) * bytes_per_element  # no K and V in MLA
+    return num_layers * per_token * seq_len * batch_size
+
+
+def test_a_change_is_said_with_the_parentheses_its_place_needs():
+    """Round V: `2 * (r + p) * b` mended as `r + p` was said without parentheses, and pasted as
+    said it gave r + p * b."""
+    repair, verdict = repaired("mla_kv_cache_bytes", mla_bytes_keys_and_values)
+    assert repair is not None, verdict.diagnosis
+    assert repair["new"] == "(kv_lora_rank + rope_head_dim)", repair

@@ -351,3 +351,13 @@ def variance_mean_of_products(d_k, n_samples=100_000, seed=0):
 
 
 WRONG["dot_product_variance"]["about_zero"] = variance_mean_of_products
+
+
+def jacobian_delta_everywhere(p):
+    """Entry (i, j) as p_i (1 - p_j) on every entry: the delta taken as 1 off the diagonal."""
+    p = np.asarray(p, dtype=float)
+    n = len(p)
+    return np.array([[p[i] * (1 - p[j]) for j in range(n)] for i in range(n)])
+
+
+WRONG["softmax_jacobian"]["delta_everywhere"] = jacobian_delta_everywhere
