@@ -144,23 +144,26 @@ class DotProductVariance(Exercise):
                     "leaves d_k sums of n_samples products each, and the variance was taken of "
                     "those few numbers. Sum over the features (axis 1 or -1) to get one q . k "
                     "per sample, then take the variance of the n_samples dot products.",
-                    lambda c, received, meta: _of_feature_sums(c, _as_number(
-                        _first_value(c, received)))),
+                    _on_estimate(_of_feature_sums)),
             Symptom("about_zero", "the value is about 0 for every d_k: that is what the mean "
                     "of q . k gives (it is 0 on average), or the mean of the deviations from it "
                     "left unsquared. The variance is the mean of the SQUARED deviations, "
                     "np.mean((x - x.mean()) ** 2) or np.var(x): check where the ** 2 applies "
                     "(x - m ** 2 squares only m).",
-                    lambda c, received, meta: _about_zero(c, _as_number(
-                        _first_value(c, received)))),
+                    _on_estimate(_about_zero)),
             Symptom("exact_value", "the function returns d_k itself; the exercise is to measure "
                     "the variance by sampling q and k, and see how close it comes.",
-                    lambda c, received, meta: _is_exact(_as_number(_first_value(c, received)),
-                                                        c)),
+                    _on_estimate(lambda case, value: _is_exact(value, case))),
             Symptom("ignores_seed", "the result does not depend on `seed` the way it should: make "
                     "the generator with np.random.default_rng(seed) inside the function.",
                     lambda c, received, meta: c.label == SEED_CASE and _seed_ignored(received)),
         ]
+
+
+def _on_estimate(test):
+    """A symptom's test of the learner's estimate: ``test(case, value)`` on the number judged
+    (:func:`_first_value`), None when there is none."""
+    return lambda case, received, meta: test(case, _as_number(_first_value(case, received)))
 
 
 def _about_zero(case: Case, value) -> bool:
