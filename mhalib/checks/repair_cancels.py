@@ -146,11 +146,11 @@ _PURE = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.operator, ast.unary
 def expressions_changed(original, mutant) -> list[tuple[str, object, object]]:
     """``(text, before, after)`` for the arithmetic expressions of the learner's ``original``
     function that ``mutant`` (one edit) changes: the edited expression itself and those that
-    hold it (names, constants and ``+ - * / // **`` only),
-    compiled as written (``before``) and with the edit made (``after``). A change inside one
-    expression cancels a slip as one of a variable does (``(scores + mix) / k_bytes`` mended by
-    dropping ``mix`` where the bytes miss V's), and no variable holds the sum."""
-    from mhalib.checks.edit_sayings import _replaced
+    hold it (names, constants and ``+ - * / // **`` only), compiled as written (``before``)
+    and with the edit made (``after``). A change inside one expression cancels a slip as one
+    of a variable does (``(scores + mix) / k_bytes`` mended by dropping ``mix`` where the bytes
+    miss V's), and no variable holds the sum."""
+    from mhalib.checks.edit_sayings import _replaced, parents_of
     from mhalib.checks.mutant_schema import _parsed
 
     if len(mutant.edits) != 1:
@@ -160,12 +160,13 @@ def expressions_changed(original, mutant) -> list[tuple[str, object, object]]:
         tree = _parsed(original)
     except (SyntaxError, ValueError):
         return []
-    twin = next((n for n in ast.walk(tree or ast.Module(body=[], type_ignores=[]))
-                 if type(n) is type(node) and _at(n) == _at(node)), None)
+    if tree is None:
+        return []
+    twin = next((n for n in ast.walk(tree) if type(n) is type(node) and _at(n) == _at(node)),
+                None)
     if twin is None:
         return []
-    parents = {id(child): parent for parent in ast.walk(tree)
-               for child in ast.iter_child_nodes(parent)}
+    parents = parents_of(tree)
     found, shown = [], twin
     while isinstance(shown, (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant)):
         after = _replaced(shown, twin, new)
@@ -188,14 +189,13 @@ def expressions_changed(original, mutant) -> list[tuple[str, object, object]]:
     return found[:8]
 
 
-def with_expressions(seen: dict, where: str, function, compiled: list, index: int,
-                     alone: bool = False) -> dict:
-    """``seen`` (locals by function) with the values of ``compiled`` (:func:`expressions_changed`:
-    ``index`` 1 evaluates the code as written, 2 as edited) in ``where``'s locals, by their
-    text (``alone``: those values only)."""
+def expression_values(seen: dict, where: str, function, compiled: list, index: int) -> dict:
+    """``{where: {text: value}}``: the values of ``compiled`` (:func:`expressions_changed`;
+    ``index`` 1 evaluates the code as written, 2 as edited) in ``where``'s locals of ``seen``
+    (locals by function)."""
     if where not in seen or not compiled:
-        return {where: {}} if alone else seen
-    names = {} if alone else dict(seen[where])
+        return {where: {}}
+    names = {}
     scope = getattr(function, "__globals__", {})
     for item in compiled:
         try:
@@ -204,7 +204,7 @@ def with_expressions(seen: dict, where: str, function, compiled: list, index: in
                 names[item[0]] = eval(item[index], scope, dict(seen[where]))
         except Exception:
             continue
-    return {**seen, where: names}
+    return {where: names}
 
 
 def without(values: list, result) -> list:

@@ -219,10 +219,10 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
     there is no time left to look."""
     from mhalib.checks.repair_cancels import (
         broken_by,
+        expression_values,
         expressions_changed,
         key_values,
         least_alike,
-        with_expressions,
         without,
     )
 
@@ -264,8 +264,8 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
             # the key's parts (2 * batch of 2 * batch * heads * n * d) and a repair makes them
             # other values; a crossover's divisor 2 * d_model is the key's N by chance
             made_wrong = broken_by(
-                with_expressions(before, mutant.where, original, changed, 1, alone=True),
-                with_expressions(after, mutant.where, original, changed, 2, alone=True),
+                expression_values(before, mutant.where, original, changed, 1),
+                expression_values(after, mutant.where, original, changed, 2),
                 (without(pool[0], result), []), named)
         broken.append(made_wrong)
     return broken

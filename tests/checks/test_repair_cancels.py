@@ -9,10 +9,10 @@ import pytest
 from mhalib.checks import get_exercise
 from mhalib.checks.repair_cancels import (
     broken_by,
+    expression_values,
     expressions_changed,
     key_values,
     least_alike,
-    with_expressions,
 )
 
 
@@ -99,8 +99,8 @@ def test_a_change_inside_one_expression_is_read_on_the_expressions_that_hold_it(
     # (not what it returns: that is the learner's output, wrong on a failing case)
     assert [text for text, *_ in changed] == ["scores + mix"]
     seen = {"": {"a": 20, "b": 3, "scores": 40, "mix": 40}}
-    before = with_expressions(seen, "", flops_over_bytes, changed, 1, alone=True)
-    after = with_expressions(seen, "", flops_over_bytes, changed, 2, alone=True)
+    before = expression_values(seen, "", flops_over_bytes, changed, 1)
+    after = expression_values(seen, "", flops_over_bytes, changed, 2)
     assert before[""] == {"scores + mix": 80} and after[""] == {"scores + mix": 40}
     # the sum held the key's FLOPs (80): dropping a term of it makes a right value wrong
     assert broken_by(before, after, ([80], []), {}) == [("", "scores + mix")]
