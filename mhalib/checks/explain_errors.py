@@ -9,6 +9,7 @@ import inspect
 import re
 
 _LINE = re.compile(r" in your line `(.*)`$")
+_DOT_T = re.compile(r"\w\.T\b")  # x.T on a line: every axis reversed, not the last two
 
 
 def explain_error(exercise, case, error: str, named: dict[str, int]) -> tuple[str, str] | None:
@@ -195,7 +196,7 @@ def _matmul(exercise, case, last, line, named):
         a, b = int(numbers.group(1)), int(numbers.group(2))
         sizes = f" ({_say(a, named)} against {_say(b, named)})"
     reason = f"a matrix product got operands whose inner sizes differ{sizes}"
-    if re.search(r"\w\.T\b", line):
+    if _DOT_T.search(line):
         reason += (": .T reverses every axis of a batched array, so (B, N, d) becomes "
                    "(d, N, B); swap only the last two (np.swapaxes(k, -1, -2) or "
                    "k.transpose(-2, -1)).")
@@ -222,7 +223,7 @@ def _broadcast(exercise, case, last, line, named):
     torch_style = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b "
                             r"\((\d+)\) at non-singleton dimension (\d+)", last)
     numpy_style = re.search(r"could not be broadcast together with shapes (.*)", last)
-    if (torch_style or numpy_style) and re.search(r"\w\.T\b", line) and any(
+    if (torch_style or numpy_style) and _DOT_T.search(line) and any(
             getattr(arg, "ndim", 0) >= 3 for arg in case.args):
         return ("broadcast", "two tensors combined element by element (or a batched matrix "
                 "product's batch axes) do not line up, on a line that uses .T: .T reverses "

@@ -83,8 +83,6 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             result["meta"])
 
     failing = [case for case, entry in zip(cases, entries) if not right(case, entry)]
-    returned = [case for case, entry in zip(cases, entries)
-                if entry.get("status") == "ok" and any(case is c for c in failing)]
     if not failing or not callable(func):
         return None
     if budget_s < QUICK_BELOW_S and _own_code_size(func) > QUICK_MAX_CHARS:
@@ -96,6 +94,8 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     if schema is None:
         return None
     failing_ids = {id(case) for case in failing}
+    returned = [case for case, entry in zip(cases, entries)
+                if id(case) in failing_ids and entry.get("status") == "ok"]
     others = [case for case in cases if id(case) not in failing_ids]
     order = failing + others  # a try is over at its first wrong case: the failing ones first
 
@@ -237,8 +237,9 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
         return none
     if not any(case is c for c in returned):  # (every failing call raised: a name assigned
         # twice may hold its first value, and the repair lets the second run)
+        twice = {where: _assigned_twice(schema.originals.get(where)) for where in before}
         before = {where: {name: value for name, value in names.items()
-                          if name not in _assigned_twice(schema.originals.get(where))}
+                          if name not in twice[where]}
                   for where, names in before.items()}
     try:
         result = exercise.expected_once(case)
