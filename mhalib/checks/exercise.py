@@ -141,6 +141,13 @@ class Exercise:
             cases += self.hidden_cases(rng)
         return cases
 
+    def spare_cases(self, seed: int, suite: str) -> list[Case]:
+        """Cases a repair of the learner's code must pass beside the suite's own (another
+        seed's): an edit right only on the suite's inputs is not said. An exercise whose
+        contract leaves some inputs arbitrary makes them unusable here, so that a repair that
+        reads them is not said either."""
+        return self.cases(seed + 1, suite)
+
     def visible_cases(self, rng: np.random.Generator) -> list[Case]:
         raise NotImplementedError
 

@@ -123,7 +123,8 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False,
         try:
             if result.get("status") == "error":
                 found = explain_error(exercise, case, str(result.get("error") or ""),
-                                      confirmed_sizes(exercise, case, result, failing))
+                                      confirmed_sizes(exercise, case, result, failing),
+                                      same_error(exercise, case, result, failing))
             elif result.get("status") == "ok" and not getattr(case, "must_raise", ""):
                 found = forms[id(case)]
             else:
@@ -178,19 +179,9 @@ def confirmed_sizes(exercise, case, result, failing) -> dict:
     of that name) equals it by chance (round U: a cache concatenated along the heads gave 8
     heads where the case had N = 8 tokens; the next case had N = 10 and 8 heads again)."""
     named = sizes(exercise, case)
-    error = str(result.get("error") or "")
-    numbers = [int(n) for n in _NUMBER.findall(error)]
-    template = _NUMBER.sub("#", error)
-    others = []
-    for other, other_result in failing:
-        text = str(other_result.get("error") or "")
-        if other is case or other_result.get("status") != "error" or \
-                _NUMBER.sub("#", text) != template or _ranks(other) != _ranks(case):
-            continue  # (arguments of other ranks: the same error may compare other axes)
-        try:
-            others.append(([int(n) for n in _NUMBER.findall(text)], sizes(exercise, other)))
-        except Exception:
-            continue
+    numbers = [int(n) for n in _NUMBER.findall(str(result.get("error") or ""))]
+    others = [([int(n) for n in _NUMBER.findall(text)], their)
+              for their, text in same_error(exercise, case, result, failing)]
     kept = {}
     for name, value in named.items():
         places = [i for i, n in enumerate(numbers) if n == value]
@@ -199,6 +190,24 @@ def confirmed_sizes(exercise, case, result, failing) -> dict:
             continue  # (another case's number at these places is not its size of this name)
         kept[name] = value
     return kept
+
+
+def same_error(exercise, case, result, failing) -> list[tuple[dict, str]]:
+    """``(sizes, error text)`` of each other failing case that raised the error ``case`` raised
+    (the same text, its numbers aside) with array arguments of as many axes (of other ranks,
+    the same error may compare other axes)."""
+    template = _NUMBER.sub("#", str(result.get("error") or ""))
+    others = []
+    for other, other_result in failing:
+        text = str(other_result.get("error") or "")
+        if other is case or other_result.get("status") != "error" or \
+                _NUMBER.sub("#", text) != template or _ranks(other) != _ranks(case):
+            continue
+        try:
+            others.append((sizes(exercise, other), text))
+        except Exception:
+            continue
+    return others
 
 
 def _ranks(case) -> tuple:

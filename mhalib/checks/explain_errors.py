@@ -6,19 +6,24 @@ it: ``... in your line `scores = q @ k.T```)."""
 from __future__ import annotations
 
 import inspect
+import math
 import re
 
 _LINE = re.compile(r" in your line `(.*)`$")
 _DOT_T = re.compile(r"\w\.T\b")  # x.T on a line: every axis reversed, not the last two
 
 
-def explain_error(exercise, case, error: str, named: dict[str, int]) -> tuple[str, str] | None:
-    """``(flag, message)`` for an exception text recorded by the probe, or None."""
+def explain_error(exercise, case, error: str, named: dict[str, int],
+                  others=()) -> tuple[str, str] | None:
+    """``(flag, message)`` for an exception text recorded by the probe, or None (``others``:
+    ``(sizes, error text)`` of the other failing cases that raised the same error, which a
+    reading of which size is wrong must fit too)."""
     line_match = _LINE.search(error)
     line = line_match.group(1) if line_match else ""
     last = _LINE.sub("", error).strip()
     for rule in _RULES:
-        found = rule(exercise, case, last, line, named)
+        found = _reshape(exercise, case, last, line, named, others) if rule is _reshape else \
+            rule(exercise, case, last, line, named)
         if found:
             flag, reason = found
             where = f" at `{line}`" if line else ""
@@ -75,7 +80,8 @@ def _view(exercise, case, last, line, named):
             "transpose or permute it is not: use .reshape (or .contiguous().view).")
 
 
-def _reshape(exercise, case, last, line, named):
+def _reshape_sizes(last: str) -> tuple[list[int], int] | None:
+    """The target shape and the tensor's size a reshape error reports, or None."""
     match = (re.search(r"shape '\[([\d, -]+)\]' is invalid for input of size (\d+)", last)
              or re.search(r"cannot reshape array of size (\d+) into shape \(([\d, -]+)\)", last))
     if not match:
@@ -84,30 +90,68 @@ def _reshape(exercise, case, last, line, named):
         target, size = match.group(1), int(match.group(2))
     else:
         size, target = int(match.group(1)), match.group(2)
-    shape = [int(n) for n in re.findall(r"-?\d+", target)]
-    if -1 in shape:
-        return ("reshape", f"a reshape to {tuple(shape)} cannot hold the tensor's {size} values: "
-                "one of its other sizes is wrong (is it a head count or a head width of another "
-                "tensor?).")
-    product = 1
-    for n in shape:
-        product *= n
-    given = {name for name, p in _parameters(exercise).items() if name in named}
-    # d_model / num_heads is a size of this case too, and so is H * d_head (a merged width)
-    named = {**_quotients(named), **named, **_products(named)}
-    candidates = []  # (position, size there, the size that would fit)
+    return [int(n) for n in re.findall(r"-?\d+", target)], size
+
+
+def _misfits(shape: list[int], size: int, named: dict[str, int]) -> list[tuple[int, int, int]]:
+    """``(position, size there, the size that would fit)`` for each position of ``shape`` whose
+    size, changed alone to one of ``named``'s, makes the reshape hold ``size`` values."""
+    product = math.prod(shape)
+    found = []
     for i, entry in enumerate(shape):
         rest = product // entry if entry else 0
         if rest and size % rest == 0:
             fits = size // rest
             if fits != entry and any(v == fits for v in named.values()):
-                candidates.append((i, entry, fits))
+                found.append((i, entry, fits))
+    return found
+
+
+def _with_parts(named: dict[str, int], ones: bool = False) -> dict[str, int]:
+    """The case's sizes with their quotients (d_model / num_heads is a size of the case too)
+    and products (H * d_head, a merged width; ``ones``: sizes of 1 in them too, so that a
+    case of one head still names a merged width as one)."""
+    return {**_quotients(named), **named, **_products(named, ones)}
+
+
+def _fits_everywhere(position: int, fits: int, named: dict[str, int], others) -> bool:
+    """True when every other case that raised the same reshape error is mended at
+    ``position`` too, by a size of one name with this one's (round U: a batch of 1 'should be
+    2' fitted one case; on the next, the batch of 2 'should be 4', which no name shared)."""
+    names = {name for name, value in named.items() if value == fits}
+    for their, text in others:
+        reported = _reshape_sizes(_LINE.sub("", text).strip())
+        if reported is None or len(reported[0]) <= position:
+            return False
+        their = _with_parts(their, ones=True)
+        there = [f for i, _, f in _misfits(*reported, their) if i == position]
+        if not there or not names & {name for name, value in their.items()
+                                     if value == there[0]}:
+            return False
+    return True
+
+
+def _reshape(exercise, case, last, line, named, others=()):
+    reported = _reshape_sizes(last)
+    if reported is None:
+        return None
+    shape, size = reported
+    if -1 in shape:
+        return ("reshape", f"a reshape to {tuple(shape)} cannot hold the tensor's {size} values: "
+                "one of its other sizes is wrong (is it a head count or a head width of another "
+                "tensor?).")
+    product = math.prod(shape)
+    given = {name for name, p in _parameters(exercise).items() if name in named}
+    base, named = named, _with_parts(named)
+    candidates = _misfits(shape, size, named)
+    candidates = [c for c in candidates if _fits_everywhere(c[0], c[2], named, others)] or \
+        candidates
     chosen = [c for c in candidates if not any(named[g] == c[1] for g in given)] or candidates
     if len(chosen) == 1:
         i, entry, fits = chosen[0]
         return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
                 f"{size}: its size {_say(entry, named)} at position {i} should be "
-                f"{_say(fits, named)} for this tensor{_made_of(entry, fits, named)}.")
+                f"{_say(fits, named)} for this tensor{_made_of(entry, fits, base)}.")
     if chosen:
         said = " or ".join(f"the {_say(entry, named)} at position {i} should be "
                            f"{_say(fits, named)}" for i, entry, fits in chosen[:3])
@@ -130,23 +174,25 @@ def _quotients(named: dict[str, int]) -> dict[str, int]:
             if a != b and 1 < vb < va and va % vb == 0 and "/" not in a + b}
 
 
-def _products(named: dict[str, int]) -> dict[str, int]:
+def _products(named: dict[str, int], ones: bool = False) -> dict[str, int]:
     """``{"x.shape[1]*x.shape[3]": 12}``: the products of two of the case's sizes (each above
-    1), which a merged width is."""
-    plain = [(a, va) for a, va in named.items() if va > 1 and not set("/*") & set(a)]
+    1 unless ``ones``), which a merged width is."""
+    plain = [(a, va) for a, va in named.items()
+             if (va > 1 or ones and va == 1) and not set("/*") & set(a)]
     return {f"{a}*{b}": va * vb for i, (a, va) in enumerate(plain) for b, vb in plain[i + 1:]}
 
 
 def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:
     """`` (your 6 is d_model // num_heads)``: what the wrong size was computed from, when a
-    quotient of two of the case's sizes gives it and not the right one."""
-    for a, va in named.items():
-        for b, vb in named.items():
-            if a != b and vb > 1 and "/" not in a + b and va // vb == wrong and \
-                    va % vb == 0 and va // vb != right:
-                return (f" (your {wrong} is {a} // {b}: a size computed from the wrong "
-                        "dimension)")
-    return ""
+    quotient of two of the case's sizes gives it and not the right one (every such quotient,
+    when more than one does: round U's 2 was G*d_head // num_heads, and d_model // G*d_head
+    too)."""
+    pairs = [f"{a} // {b}" for a, va in named.items() for b, vb in named.items()
+             if a != b and vb > 1 and "/" not in a + b and va // vb == wrong
+             and va % vb == 0 and va // vb != right]
+    if not pairs:
+        return ""
+    return f" (your {wrong} is {' or '.join(pairs[:3])}: a size computed from the wrong dimension)"
 
 
 def _matmul(exercise, case, last, line, named):

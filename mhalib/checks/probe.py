@@ -59,7 +59,7 @@ def probe(exercise, func, seed: int, suite: str, call_timeout: float | None = No
             from mhalib.checks.repairs import find_repair
 
             repair = find_repair(exercise, func, cases, record["cases"], timeout, budget,
-                                 slowest, spare=lambda: exercise.cases(seed + 1, suite))
+                                 slowest, spare=lambda: exercise.spare_cases(seed, suite))
         except Exception:  # a repair is a hint: its search must never cost the record
             repair = None
         if repair is not None:

@@ -68,7 +68,6 @@ def _call_closed_elsewhere(node) -> list[ast.AST]:
 ROUNDED_UP = "_mhalib_rounded_up"
 
 
-_ROUNDED = "rounded up: pieces of size b that hold a items number (a + b - 1) // b, not a // b"
 
 
 def _rounded_up(node) -> list[ast.AST]:
@@ -77,7 +76,15 @@ def _rounded_up(node) -> list[ast.AST]:
         return []
     numerator = ast.BinOp(ast.BinOp(node.left, ast.Add(), node.right), ast.Sub(),
                           ast.Constant(1))
-    new = _hinted(ast.BinOp(numerator, ast.FloorDiv(), node.right), _ROUNDED)
+    items, size = ast.unparse(node.left), ast.unparse(node.right)
+    if isinstance(node.left, ast.BinOp):
+        items = f"({items})"
+    if isinstance(node.right, ast.BinOp):
+        size = f"({size})"
+    new = _hinted(ast.BinOp(numerator, ast.FloorDiv(), node.right),
+                  f"rounded up: {items} items fill {items} // {size} whole pieces of size "
+                  f"{size} and part of one more when it does not divide: "
+                  f"({items} + {size} - 1) // {size} pieces hold them")
     setattr(new, ROUNDED_UP, True)
     return [new]
 

@@ -111,6 +111,21 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             raise _OutOfTime
         return right(case, entry)
 
+    spared: list = []  # the spare cases, made when the first edit passes the suite's
+
+    def _holds_on_spare(mutant) -> bool:
+        """``mutant`` (active) also passes ``spare()``'s cases: checked before it counts as
+        found, so that another edit of the same place still gets its try (round V: the
+        whole block-table row read held on the suite's cases, rounding up held on all)."""
+        if spare is None:
+            return True
+        if not spared:
+            spared.append(_spare_cases(spare))
+        try:
+            return all(passes(case) for case in spared[0])
+        except _OutOfTime:
+            return True  # (no time left to run them all: the edit is kept, as found)
+
     with _quiet():
         schema.active.reached = set()
         try:
@@ -142,7 +157,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             schema.active.clear()
             schema.active.update(mutant.ids)
             try:
-                if all(passes(case) for case in order):
+                if all(passes(case) for case in order) and _holds_on_spare(mutant):
                     found.append(mutant)
                     if len(found) > MAX_PLACES:  # mended in many places: which one is the
                         return {**_described(schema, found[0]), "many": 1}  # slip is unknown
@@ -150,10 +165,6 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 break
             finally:
                 schema.active.clear()
-    if found and spare is not None:
-        with _quiet():
-            more = _spare_cases(spare)
-            found = [mutant for mutant in found if _holds_on(schema, mutant, more, passes)]
     if not found:
         return None
     looked: dict = {} if seen is None else {"seen": seen}
@@ -189,19 +200,6 @@ def _spare_cases(spare) -> list:
         return list(spare())
     except Exception:
         return []
-
-
-def _holds_on(schema, mutant, more, passes) -> bool:
-    """True when ``mutant`` passes every case of ``more`` (or there is no time left to run
-    them all: the edit is kept, as found)."""
-    schema.active.clear()
-    schema.active.update(mutant.ids)
-    try:
-        return all(passes(case) for case in more)
-    except _OutOfTime:
-        return True
-    finally:
-        schema.active.clear()
 
 
 def _cancelling(exercise, schema, failing, returned, found, first_seen, started,

@@ -684,3 +684,31 @@ def test_round_vs_generic_readings(exercise, func, flag, words):
     verdict = judged(exercise, func)
     assert not verdict.passed and flag in verdict.flags, verdict.diagnosis
     assert words in verdict.diagnosis, verdict.diagnosis
+
+
+def gqa_head_width_from_the_kv_width(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads,
+                                     causal=False):
+    b, n, _ = x.shape
+    d_head = w_k.shape[1] // num_heads  # the K/V width over the query heads
+    q = (x @ w_q).reshape(b, n, num_heads, d_head).transpose(1, 2)
+    k = (x @ w_k).reshape(b, n, num_kv_heads, d_head).transpose(1, 2)
+    v = (x @ w_v).reshape(b, n, num_kv_heads, d_head).transpose(1, 2)
+    rep = num_heads // num_kv_heads
+    k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(d_head)
+    if causal:
+        future = torch.ones(n, n, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    out = scores.softmax(-1) @ v
+    return out.transpose(1, 2).reshape(b, n, -1) @ w_o
+
+
+def test_a_reshapes_wrong_position_is_the_one_every_case_that_raised_agrees_on():
+    """Round U: on a batch of 1, the 1 'should be 2' fitted the reshape as well as d_head; the
+    other cases (batches of 2) are mended only at d_head, so only d_head is said, with every
+    quotient its wrong size may have come from."""
+    for seed in (0, 1):
+        verdict = judged("grouped_query_attention", gqa_head_width_from_the_kv_width, seed)
+        assert not verdict.passed
+        assert "at position 3 should be" in verdict.diagnosis, verdict.diagnosis
+        assert "at position 0" not in verdict.diagnosis, verdict.diagnosis

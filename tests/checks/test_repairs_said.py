@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from mhalib.checks.explain import _same_factor_everywhere
+from mhalib.checks.registry import get_exercise
 from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("searching")
@@ -123,6 +124,42 @@ def test_a_page_count_is_rounded_up_before_its_divisor_is_dropped():
     said = [repair["new"], repair.get("also", {}).get("new")]
     assert "(n + page - 1) // page" in said and "n" not in said, repair
     assert "rounded up" in verdict.diagnosis
+
+
+def paged_pages_sliced_rounded_down(q, k_pages, v_pages, block_table, seq_lens):
+    batch, heads, d = q.shape
+    groups, page = k_pages.shape[1], k_pages.shape[2]
+    out = torch.zeros_like(q)
+    for b in range(batch):
+        n = int(seq_lens[b])
+        if n == 0:
+            continue
+        pages = block_table[b, :n // page]
+        keys = k_pages[pages].transpose(0, 1).reshape(groups, -1, d)[:, :n]
+        values = v_pages[pages].transpose(0, 1).reshape(groups, -1, d)[:, :n]
+        scores = keys.repeat_interleave(heads // groups, 0) @ q[b, :, :, None] / math.sqrt(d)
+        weights = torch.softmax(scores[..., 0], dim=-1)  # (H, n)
+        out[b] = (weights[:, None, :] @ values.repeat_interleave(heads // groups, 0))[:, 0]
+    return out
+
+
+def test_a_repair_that_reads_the_tables_arbitrary_entries_is_not_said():
+    """block_table[b, :] for [:n // page] passes every suite case (its stale entries are page
+    ids), but the contract leaves those entries arbitrary: the spare cases make them name no
+    page, and the next edit of the same place, the count rounded up, is said (round V)."""
+    repair, verdict = repaired("paged_attention", paged_pages_sliced_rounded_down)
+    assert repair is not None, verdict.diagnosis
+    assert repair["new"] == "block_table[b, :(n + page - 1) // page]", repair
+    assert "n // page whole pieces of size page" in verdict.diagnosis
+
+
+def test_the_spare_cases_of_the_paged_table_name_no_page_past_a_sequences_own():
+    checker = get_exercise("paged_attention")
+    for case in checker.spare_cases(0, "grading"):
+        _, k_pages, _, table, seq_lens = case.args
+        for row, n in zip(table, seq_lens):
+            owned = math.ceil(int(n) / k_pages.shape[2])
+            assert (row[:owned] < len(k_pages)).all() and (row[owned:] >= len(k_pages)).all()
 
 
 class _Case:
