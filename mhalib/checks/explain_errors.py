@@ -6,8 +6,11 @@ it: ``... in your line `scores = q @ k.T```)."""
 from __future__ import annotations
 
 import inspect
-import math
 import re
+
+from mhalib.checks.explain_reshape import empty_reshape, reshape
+from mhalib.checks.explain_sizes import as_many_as as _say
+from mhalib.checks.explain_sizes import names_of, quotients
 
 _LINE = re.compile(r" in your line `(.*)`$")
 _DOT_T = re.compile(r"\w\.T\b")  # x.T on a line: every axis reversed, not the last two
@@ -21,8 +24,9 @@ def explain_error(exercise, case, error: str, named: dict[str, int],
     line_match = _LINE.search(error)
     line = line_match.group(1) if line_match else ""
     last = _LINE.sub("", error).strip()
+    others = [(their, _LINE.sub("", text).strip()) for their, text in others]
     for rule in _RULES:
-        found = _reshape(exercise, case, last, line, named, others) if rule is _reshape else \
+        found = reshape(exercise, case, last, line, named, others) if rule is reshape else \
             rule(exercise, case, last, line, named)
         if found:
             flag, reason = found
@@ -30,15 +34,6 @@ def explain_error(exercise, case, error: str, named: dict[str, int],
             return f"raised:{flag}", (f"{reason} (it raised{where}: {last[:160]}, when called "
                                       f"with {case.signature()[:200]})")
     return None
-
-
-def _say(value: int, named: dict[str, int]) -> str:
-    """``"8 (as many as G*d_head)"``: a size an error reports, beside the case's sizes it equals
-    (which it may equal by chance: round P's 8 keys were 2 tokens x 4 heads, not N)."""
-    from mhalib.checks.explain_sizes import names_of
-
-    found = names_of(value, named)
-    return f"{value} (as many as {' = '.join(found[:2])})" if found else f"{value}"
 
 
 def _numpy_transpose(exercise, case, last, line, named):
@@ -80,119 +75,9 @@ def _view(exercise, case, last, line, named):
             "transpose or permute it is not: use .reshape (or .contiguous().view).")
 
 
-def _reshape_sizes(last: str) -> tuple[list[int], int] | None:
-    """The target shape and the tensor's size a reshape error reports, or None."""
-    match = (re.search(r"shape '\[([\d, -]+)\]' is invalid for input of size (\d+)", last)
-             or re.search(r"cannot reshape array of size (\d+) into shape \(([\d, -]+)\)", last))
-    if not match:
-        return None
-    if match.re.pattern.startswith("shape"):
-        target, size = match.group(1), int(match.group(2))
-    else:
-        size, target = int(match.group(1)), match.group(2)
-    return [int(n) for n in re.findall(r"-?\d+", target)], size
-
-
-def _misfits(shape: list[int], size: int, named: dict[str, int]) -> list[tuple[int, int, int]]:
-    """``(position, size there, the size that would fit)`` for each position of ``shape`` whose
-    size, changed alone to one of ``named``'s, makes the reshape hold ``size`` values."""
-    product = math.prod(shape)
-    found = []
-    for i, entry in enumerate(shape):
-        rest = product // entry if entry else 0
-        if rest and size % rest == 0:
-            fits = size // rest
-            if fits != entry and any(v == fits for v in named.values()):
-                found.append((i, entry, fits))
-    return found
-
-
-def _with_parts(named: dict[str, int], ones: bool = False) -> dict[str, int]:
-    """The case's sizes with their quotients (d_model / num_heads is a size of the case too)
-    and products (H * d_head, a merged width; ``ones``: sizes of 1 in them too, so that a
-    case of one head still names a merged width as one)."""
-    return {**_quotients(named), **named, **_products(named, ones)}
-
-
-def _fits_everywhere(position: int, fits: int, named: dict[str, int], others) -> bool:
-    """True when every other case that raised the same reshape error is mended at
-    ``position`` too, by a size of one name with this one's (round U: a batch of 1 'should be
-    2' fitted one case; on the next, the batch of 2 'should be 4', which no name shared)."""
-    names = {name for name, value in named.items() if value == fits}
-    for their, text in others:
-        reported = _reshape_sizes(_LINE.sub("", text).strip())
-        if reported is None or len(reported[0]) <= position:
-            return False
-        their = _with_parts(their, ones=True)
-        there = [f for i, _, f in _misfits(*reported, their) if i == position]
-        if not there or not names & {name for name, value in their.items()
-                                     if value == there[0]}:
-            return False
-    return True
-
-
-def _reshape(exercise, case, last, line, named, others=()):
-    reported = _reshape_sizes(last)
-    if reported is None:
-        return None
-    shape, size = reported
-    if -1 in shape:
-        return ("reshape", f"a reshape to {tuple(shape)} cannot hold the tensor's {size} values: "
-                "one of its other sizes is wrong (is it a head count or a head width of another "
-                "tensor?).")
-    product = math.prod(shape)
-    given = {name for name, p in _parameters(exercise).items() if name in named}
-    base, named = named, _with_parts(named)
-    candidates = _misfits(shape, size, named)
-    candidates = [c for c in candidates if _fits_everywhere(c[0], c[2], named, others)] or \
-        candidates
-    chosen = [c for c in candidates if not any(named[g] == c[1] for g in given)] or candidates
-    if len(chosen) == 1:
-        i, entry, fits = chosen[0]
-        return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
-                f"{size}: its size {_say(entry, named)} at position {i} should be "
-                f"{_say(fits, named)} for this tensor{_made_of(entry, fits, base)}.")
-    if chosen:
-        said = " or ".join(f"the {_say(entry, named)} at position {i} should be "
-                           f"{_say(fits, named)}" for i, entry, fits in chosen[:3])
-        return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
-                f"{size}: one size is wrong: {said}.")
-    return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "
-            "values: one of the sizes it uses is wrong (another tensor's or axis's size, or sizes "
-            "combined with the wrong operator).")
-
-
 _MATMUL = (r"size (\d+) is different from (\d+)",
            r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
            r"Expected size for first two dimensions of batch2 tensor to be: \[[\d, ]+\] but got:")
-
-
-def _quotients(named: dict[str, int]) -> dict[str, int]:
-    """``{"x.shape[2] / num_heads": 4}``: the sizes one of the case's sizes divided by another
-    gives (a head width), when it divides."""
-    return {f"{a} / {b}": va // vb for a, va in named.items() for b, vb in named.items()
-            if a != b and 1 < vb < va and va % vb == 0 and "/" not in a + b}
-
-
-def _products(named: dict[str, int], ones: bool = False) -> dict[str, int]:
-    """``{"x.shape[1]*x.shape[3]": 12}``: the products of two of the case's sizes (each above
-    1 unless ``ones``), which a merged width is."""
-    plain = [(a, va) for a, va in named.items()
-             if (va > 1 or ones and va == 1) and not set("/*") & set(a)]
-    return {f"{a}*{b}": va * vb for i, (a, va) in enumerate(plain) for b, vb in plain[i + 1:]}
-
-
-def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:
-    """`` (your 6 is d_model // num_heads)``: what the wrong size was computed from, when a
-    quotient of two of the case's sizes gives it and not the right one (every such quotient,
-    when more than one does: round U's 2 was G*d_head // num_heads, and d_model // G*d_head
-    too)."""
-    pairs = [f"{a} // {b}" for a, va in named.items() for b, vb in named.items()
-             if a != b and vb > 1 and "/" not in a + b and va // vb == wrong
-             and va % vb == 0 and va // vb != right]
-    if not pairs:
-        return ""
-    return f" (your {wrong} is {' or '.join(pairs[:3])}: a size computed from the wrong dimension)"
 
 
 def _matmul(exercise, case, last, line, named):
@@ -256,7 +141,7 @@ def _odd_operand(shapes, named) -> tuple[str, int] | None:
     """``("left" | "right", size)`` when exactly one operand of a failed matrix product has a
     size that no size of the case (or product or quotient of two) names, else None."""
     sizes = {v for v in named.values() if isinstance(v, int) and v > 0}
-    known = sizes | {a * b for a in sizes for b in sizes} | set(_quotients(named).values())
+    known = sizes | {a * b for a in sizes for b in sizes} | set(quotients(named).values())
     odd = [(side, next(n for n in shape if n > 1 and n not in known))
            for side, shape in zip(("left", "right"), shapes)
            if any(n > 1 and n not in known for n in shape)]
@@ -264,7 +149,6 @@ def _odd_operand(shapes, named) -> tuple[str, int] | None:
 
 
 def _broadcast(exercise, case, last, line, named):
-    from mhalib.checks.explain_sizes import names_of
 
     torch_style = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b "
                             r"\((\d+)\) at non-singleton dimension (\d+)", last)
@@ -476,5 +360,5 @@ def _parameters(exercise) -> dict:
 
 
 _RULES = (_library_mixup, _own_refusal, _numpy_transpose, _float_size, _none_default, _view,
-          _reshape, _matmul, _expand, _index, _boolean_index, _empty_reduction, _broadcast,
-          _dtype, _assertion)
+          empty_reshape, reshape, _matmul, _expand, _index, _boolean_index, _empty_reduction,
+          _broadcast, _dtype, _assertion)

@@ -73,16 +73,24 @@ def _half_values(case, dtype, e, r, path) -> tuple[str, str] | None:
     """Every finite value of a float32 or float64 output is a bfloat16 (or float16) number
     close to the right one, where the right values are not such numbers: the computation went
     through half precision (round U: RoPE angles computed from float16 positions)."""
-    if half_precision(case, dtype) or dtype.kind != "f" or dtype.itemsize < 4 or any(
+    if half_precision(case, dtype) or dtype.kind != "f" or any(
             "16" in str(getattr(a, "dtype", "")) for a in [*case.args, *case.kwargs.values()]):
         return None
     finite = np.isfinite(e) & np.isfinite(r)
     got, want = r[finite], e[finite]
     if np.unique(got).size < 4 or np.array_equal(got, want):
         return None
+    scale = float(np.abs(want).max())
+    if dtype.itemsize == 2 and np.allclose(got, want, rtol=4e-3, atol=4e-3 * scale):
+        return ("form:half_precision", f"{path} is float16 (about 3 to 4 significant digits) "
+                "on a case with no half-precision input: it was computed in float16 or cast "
+                "to it on the way (an input or an intermediate cast with .half() or "
+                ".astype(np.float16), or a tensor made in float16); compute in float32 or "
+                "float64.")
+    if dtype.itemsize < 4:
+        return None
     import torch
 
-    scale = float(np.abs(want).max())
     for name, digits, rtol, rounded in (
             ("bfloat16", "2 to 3", 3e-2, lambda a: torch.from_numpy(a).to(torch.bfloat16)
              .double().numpy()),
@@ -93,10 +101,10 @@ def _half_values(case, dtype, e, r, path) -> tuple[str, str] | None:
                                                          atol=rtol * scale):
                 return ("form:half_precision", f"every value of {path} is a {name} number "
                         f"(about {digits} significant digits), where the right values are "
-                        f"not: it was computed in {name} or rounded to it on the way (an input, "
-                        "the positions or the angles cast to half precision, or a tensor made "
-                        "in a half-precision dtype); compute in float32 or float64 and cast "
-                        "only the result, if at all.")
+                        f"not: it was computed in {name} or rounded to it on the way (an input "
+                        "or an intermediate cast to half precision, or a tensor made in a "
+                        "half-precision dtype); compute in float32 or float64 and cast only "
+                        "the result, if at all.")
     return None
 
 

@@ -48,3 +48,25 @@ def all_factor_names(ratio: float, named: dict[str, int], sizes_only: bool = Fal
         elif math.isclose(ratio, 1 / value, rel_tol=1e-3):
             found.append(f"1/{name}")
     return found
+
+
+def as_many_as(value: int, named: dict[str, int]) -> str:
+    """``"8 (as many as G*d_head)"``: a size an error reports, beside the case's sizes it equals
+    (which it may equal by chance: round P's 8 keys were 2 tokens x 4 heads, not N)."""
+    found = names_of(value, named)
+    return f"{value} (as many as {' = '.join(found[:2])})" if found else f"{value}"
+
+
+def quotients(named: dict[str, int]) -> dict[str, int]:
+    """``{"x.shape[2] / num_heads": 4}``: the sizes one of the case's sizes divided by another
+    gives (a head width), when it divides."""
+    return {f"{a} / {b}": va // vb for a, va in named.items() for b, vb in named.items()
+            if a != b and 1 < vb < va and va % vb == 0 and "/" not in a + b}
+
+
+def products(named: dict[str, int], ones: bool = False) -> dict[str, int]:
+    """``{"x.shape[1]*x.shape[3]": 12}``: the products of two of the case's sizes (each above
+    1 unless ``ones``), which a merged width is."""
+    plain = [(a, va) for a, va in named.items()
+             if (va > 1 or ones and va == 1) and not set("/*") & set(a)]
+    return {f"{a}*{b}": va * vb for i, (a, va) in enumerate(plain) for b, vb in plain[i + 1:]}

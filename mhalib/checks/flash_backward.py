@@ -233,6 +233,23 @@ class FlashAttentionBackward(GradientExercise):
         problem = difference(self.expected_once(case), other, *self.tolerance(case))
         return problem and problem.replace("output", "the gradients", 1)
 
+    def _last_block_skipped(self, case, received) -> bool:
+        """grad_k and grad_v exactly zero for the keys of the last, shorter block and right
+        for every other key: the loop visited N_k // block_size whole blocks only (none, when
+        block_size is larger than N_k)."""
+        n_k = case.args[1].shape[-2]
+        whole = n_k // case.kwargs.get("block_size", 64) * case.kwargs.get("block_size", 64)
+        if not 0 <= whole < n_k or not isinstance(received, (tuple, list)) or len(received) != 3:
+            return False
+        _, grad_k, grad_v = (np.asarray(part, dtype=np.float64) for part in received)
+        _, want_k, want_v = self.expected_once(case)
+        tolerance = self.tolerance(case)
+        return all(got.shape == want.shape and not got[..., whole:, :].any()
+                   and np.asarray(want)[..., whole:, :].any()
+                   and difference(np.asarray(want)[..., :whole, :], got[..., :whole, :],
+                                  *tolerance) is None
+                   for got, want in ((grad_k, want_k), (grad_v, want_v)))
+
     def _alt_right(self, case, meta) -> bool:
         return "alt_output" in meta and self._alt_problem(case, meta) is None
 
@@ -311,6 +328,12 @@ class FlashAttentionBackward(GradientExercise):
         ]
         # after the models: where one of them explains a case too, it is named
         split = [
+            Symptom("last_block_skipped", "grad_k and grad_v are zero for the keys of the last, "
+                    "shorter block (N_k is not a multiple of block_size there), and grad_q "
+                    "misses their share: the loop visits only the N_k // block_size whole "
+                    "blocks. Loop over range(0, N_k, block_size) and clip each block's end at "
+                    "N_k.", lambda case, received, meta: self._last_block_skipped(
+                        case, received)),
             Symptom("blocks_combined_wrongly", "with all the keys in one block the gradients "
                     "are right, but split into blocks they are not: a block's share is lost or "
                     "counted wrongly. p = exp(s - lse) needs no rescaling between blocks; "

@@ -19,6 +19,7 @@ said, more are not named. Only when the exercise's expected output is its answer
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +51,9 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
     from mhalib.checks.case_inputs import parameter_names, sizes
     from mhalib.checks.mutants import reproduces_all, stays_right_on_all, to_explain
 
-    recorded = to_explain(exercise, recorded)
+    explained = to_explain(exercise, recorded)
+    caps_only = not explained  # only inputs of magnitude 80 or more fail: a cap may say why
+    recorded = explained or _extreme_only(exercise, recorded)
     names = parameter_names(exercise)
     if not recorded or not names or budget_s <= 0:
         return None
@@ -59,6 +62,8 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
         return None  # a wrong shape: the output's form says more than any reading
     first = recorded[0][0]
     readings = _readings(_values(exercise, first, names), sizes(exercise, first))
+    if caps_only:
+        readings = [r for r in readings if _CAP.search(r.key)]
     fits: list[Reading] = []
     for reading in readings[:MAX_READINGS]:
         if time.perf_counter() - started > budget_s:
@@ -68,6 +73,7 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
                 not stays_right_on_all(exercise, compute, passing):
             continue
         fits.append(reading)
+        fits = _one_per_family(fits)
         if len(fits) > 2:
             return None
     if not fits:
@@ -75,6 +81,48 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
     lead = ("your output is what the right computation gives with an input read another way: "
             if len(fits) == 1 else "two readings of the inputs give exactly your output: ")
     return f"input:{fits[0].key}", lead + " Or: ".join(r.sentence for r in fits) + "."
+
+
+_CAP = re.compile(r":(clipped|capped)_(\d+)(?:-(\d+))?$")
+
+
+def _extreme_only(exercise, recorded) -> list:
+    """The failing ``(case, result)`` pairs (at most three) when every one has inputs of
+    magnitude 80 or more, its outputs are finite and depend on the inputs: a slip of numerical
+    care that only a cap of the inputs (a reading that changes no small value) may explain."""
+    from mhalib.checks.mutants import (
+        default_expected,
+        degenerate,
+        extreme_inputs_only,
+        only_non_finite_differ,
+        refuses,
+    )
+
+    recorded = [(c, r) for c, r in recorded if not refuses(c)][:3]
+    if not recorded or not default_expected(exercise) or degenerate(recorded) or \
+            only_non_finite_differ(exercise, recorded) or not extreme_inputs_only(recorded):
+        return []
+    return recorded
+
+
+def _one_per_family(fits: list[Reading]) -> list[Reading]:
+    """Cap readings of one kind and argument that differ only in the constant (``x`` clipped
+    at 500, 700 or 1000: the output cannot tell them apart) as one, which says the range."""
+    merged: list[Reading] = []
+    for reading in fits:
+        match = _CAP.search(reading.key)
+        same = next((i for i, r in enumerate(merged) if match and _CAP.search(r.key) and
+                     r.key[:_CAP.search(r.key).start()] == reading.key[:match.start()] and
+                     _CAP.search(r.key).group(1) == match.group(1)), None)
+        if same is None:
+            merged.append(reading)
+            continue
+        name, kind = reading.key[:match.start()], match.group(1)
+        low = int(_CAP.search(merged[same].key).group(2))
+        high = int(match.group(3) or match.group(2))
+        merged[same] = Reading(f"{name}:{kind}_{low}-{high}",
+                               _cap_sentence(name, kind, low, high), reading.edit)
+    return merged
 
 
 def _shapes(output) -> tuple:
@@ -133,7 +181,9 @@ def _readings(values: dict, named: dict[str, int]) -> list[Reading]:
             found.append(Reading(f"{name}:inverted", f"`{name}` read the other way round (True "
                                  "taken as masked): True means the key may be attended",
                                  lambda v, _, n=name: v.__setitem__(n, ~v[n])))
-        elif _has_neg_inf(value):
+        elif "float" in str(value.dtype):
+            found += _capped_readings(name, value)
+        if not _is_bool(value) and _has_neg_inf(value):
             found.append(Reading(f"{name}:neg_inf_as_zero", f"`{name}`'s -inf entries used as "
                                  "0: -inf must stay -inf (exp(-inf) = 0 is what gives those "
                                  "entries weight 0), and a 0 in its place gives them weight",
@@ -244,6 +294,45 @@ def _per_item_readings(name) -> list[Reading]:
 
 def _reversed(value):
     return value.flip(0) if hasattr(value, "flip") else value[::-1].copy()
+
+
+# round constants a learner caps values at to keep exp() finite (88 and 709: where exp
+# overflows in float32 and float64)
+CAPS = (5, 10, 20, 30, 50, 60, 80, 88, 100, 200, 500, 700, 709, 1000, 10000)
+
+
+def _capped_readings(name, value) -> list[Reading]:
+    """``name`` clipped to [-c, c] (np.clip, torch.clamp) or capped at c (np.minimum) for each
+    round constant c that some finite entry of ``value`` exceeds: overflow avoided by clipping
+    instead of shifting, which ties every value past c."""
+    finite = np.abs(np.asarray(value, dtype=np.float64))
+    finite = finite[np.isfinite(finite)]
+    largest = float(finite.max()) if finite.size else 0.0
+    found = []
+    for cap in (c for c in CAPS if c < largest):
+        found += [Reading(f"{name}:clipped_{cap}", _cap_sentence(name, "clipped", cap, cap),
+                          lambda v, _, n=name, c=cap: v.__setitem__(n, _clipped(v[n], -c, c))),
+                  Reading(f"{name}:capped_{cap}", _cap_sentence(name, "capped", cap, cap),
+                          lambda v, _, n=name, c=cap: v.__setitem__(n, _clipped(v[n], None, c)))]
+    return found
+
+
+def _cap_sentence(name: str, kind: str, low: int, high: int) -> str:
+    """What a cap at a constant from ``low`` to ``high`` did to ``name``."""
+    cap = f"{low}" if low == high else "c"
+    how = (f"clipped to [-{cap}, {cap}] (np.clip or torch.clamp)" if kind == "clipped" else
+           f"capped at {cap} (np.minimum(x, {cap}) or a clamp from above)")
+    which = "" if low == high else (f", for a constant c from {low} to {high} (these inputs "
+                                    "cannot tell which)")
+    return (f"`{name}` {how}{which}: every entry past {cap} becomes {cap}, so entries that "
+            "differ there get equal values; to keep exp() finite, subtract the maximum instead "
+            "(softmax does not change when the same number is subtracted from a whole slice)")
+
+
+def _clipped(value, low, high):
+    if hasattr(value, "clamp"):
+        return value.clamp(min=low, max=high)
+    return np.clip(value, low, high)
 
 
 def _has_neg_inf(value) -> bool:

@@ -101,7 +101,10 @@ class Softmax(Exercise):
                         "`axis` says: pass axis (and keepdims=True) to max and sum.",
                         lambda c: _softmax_last_axis(c.args[0])),
             WrongAnswers("whole_array", "the whole array sums to 1 instead of each slice along "
-                         "`axis`: reduce with axis=axis, keepdims=True.",
+                         "`axis`: the normalisation ran over every entry at once (a max or sum "
+                         "with no axis, or scipy.special.softmax called without axis=, whose "
+                         "default None means the whole array): normalise along the slice's own "
+                         "axis (for a reduction, axis=... with keepdims=True).",
                          lambda c: _whole_array(c.args[0]),
                          lambda c: [_exp_over_sum(c.args[0], None)]),
             WrongAnswer("sum_over_whole_array", "each slice is shifted by its own maximum but the "

@@ -136,6 +136,17 @@ class DotProductVariance(Exercise):
                         "vector was dotted with itself (q . q where q . k belongs, or k drawn "
                         "equal to q); take the product of q with an independent k.",
                         lambda c: 2.0 * _d_k(c)),
+            *(WrongAnswer(f"grows_as_d_k_{power}", f"the value grows as d_k^{power} (about "
+                          f"{16 ** power} at d_k = 16), where the variance of q . k is d_k: "
+                          "var(q . k) = d_k var(q_i) var(k_i), so here var(q_i) var(k_i) = "
+                          f"d_k^{power - 1}: {how}. Draw every entry standard normal "
+                          "(variance 1) and take the variance of q . k as it is.",
+                          lambda c, power=power: float(_d_k(c)) ** power)
+              for power, how in (
+                  (2, "q or k was drawn with standard deviation sqrt(d_k) (the other standard "
+                      "normal), or each dot product was multiplied by d_k^(1/2)"),
+                  (3, "q and k were each drawn with standard deviation sqrt(d_k) (variance "
+                      "d_k, not 1), or each dot product was multiplied by d_k"))),
             WrongAnswer("uniform_draws", "the value matches uniform draws (rng.random): q and k "
                         "must be standard normal (rng.standard_normal).",
                         lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),

@@ -150,6 +150,11 @@ class CrossoverSeqLen(Exercise):
             WrongAnswer("inverted_ratio", "that is d_model / 2: the equation 4 N^2 d = 8 N d^2 was "
                         "solved upside down. Divide both sides by 4 N d: N = 2 d.",
                         times(0.5)),
+            WrongAnswer("n_squared_kept", "that is sqrt(2) d_model, which solves N^2 = 2 "
+                        "d_model^2: from 4 N^2 d = 8 N d^2 only d was divided out, and the N of "
+                        "the projections' side was dropped where it should cancel one N of the "
+                        "N^2. Divide both sides by 4 N d: N = 2 d_model.",
+                        times(math.sqrt(2))),
             WrongAnswer("first_n_past_crossover", "that is one more than the crossover: a search "
                         "that steps while the N^2 terms are <= the projections stops at the "
                         "first N past the point where they are equal, N = 2 d_model.",

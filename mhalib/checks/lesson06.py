@@ -374,6 +374,31 @@ def _cases_batch_and_length(case) -> tuple[int, int]:
     return batch, n
 
 
+def first_step_reading_the_last_token(func, output, args, kwargs) -> int | None:
+    """The first step whose output changes when only the last token of ``x`` changes (the
+    learner's function called again), or None: none does, there is one token, or the second
+    call fails. Step t of a decoder reads tokens 0..t only."""
+    import torch
+
+    x = args[0]
+    if not torch.is_tensor(output) or not torch.is_tensor(x) or x.ndim != 3 or x.shape[1] < 2 \
+            or output.shape[:2] != x.shape[:2]:
+        return None
+    changed = x.clone()
+    changed[:, -1] = -1.5 * x[:, -1].flip(-1) + 0.5
+    try:
+        again = func(changed, *args[1:], **kwargs)
+    except Exception:
+        return None
+    if not torch.is_tensor(again) or again.shape != output.shape:
+        return None
+    before, after = output[:, :-1].double(), again[:, :-1].double()
+    scale = float(before.abs().max()) if before.numel() else 0.0
+    moved = ((before - after).abs() > 1e-3 * (1.0 + scale)).flatten(2).any(-1).any(0)  # (N-1,)
+    steps = torch.nonzero(moved).flatten()
+    return int(steps[0]) if steps.numel() else None
+
+
 class DecodeWithCache(MeasuredExercise):
     name = "decode_with_cache"
     axes = {  # the case's sizes by name (diagnoses)
@@ -411,7 +436,9 @@ class DecodeWithCache(MeasuredExercise):
         output, watch = watch_products(func, *args, **kwargs)
         return output, {"output_kind": output_kind(output), "flops": watch.flops,
                         "projection_tokens": projection_tokens(watch.products,
-                                                               case.args[0].shape[-1])}
+                                                               case.args[0].shape[-1]),
+                        "step_read_later_token": first_step_reading_the_last_token(
+                            func, output, args, kwargs)}
 
     def work_problem(self, case, received, meta):
         if self._over_budget(case, meta):
@@ -487,6 +514,16 @@ class DecodeWithCache(MeasuredExercise):
                         stepwise(tiled=True)),
             WrongAnswer("no_scale", NO_HEAD_SCALE,
                         stepwise(scale=1.0)),
+            # (after the models, which say more; not said where attending to every token,
+            # future included, reproduces the output: not_causal names that)
+            Symptom("reads_a_later_token", "a step's output depends on a token after it: with "
+                    "only the last token changed, the output of an earlier step changed too. "
+                    "Step t may read tokens 0..t only: its query, key and value come from the "
+                    "new token x[:, t:t + 1] (not from x, or x[:, -1:]), and it attends over the "
+                    "cache of tokens 0..t.",
+                    lambda case, received, meta: isinstance(
+                        meta.get("step_read_later_token"), int) and not self.reproduces(
+                        case, stepwise(visible="all"), received), vague=True),
         ]
 
 

@@ -217,9 +217,10 @@ class InductionScore(TorchExercise):
                         lambda c: _weights(c)[:, np.arange(period(c), 2 * period(c)),
                                               np.arange(1, period(c) + 1)].mean(0)),
             WrongAnswers("key_before_duplicate", "that is the weight on key i - period - 1, the "
-                         "token BEFORE the earlier copy (at query i = period that index is -1 "
-                         "and wraps to the last key). An induction head attends to the token "
-                         "after the copy: key i - period + 1.",
+                         "token BEFORE the earlier copy (at query i = period that key would be "
+                         "-1, which an index wraps around to the last key and a diagonal leaves "
+                         "out). An induction head attends to the token after the copy: key i - "
+                         "period + 1.",
                          score(-1, wrap=True), lambda c: [score(-1)(c)]),
             WrongAnswer("skips_first_query", "query i = period was left out (the range starts "
                         "at period + 1): average over all the period queries i = period ... "

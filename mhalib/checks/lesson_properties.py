@@ -29,28 +29,39 @@ SOFTMAX_SUMS = Property("sums_to_one", "every slice along `axis` of a softmax su
                         _softmax_rows)
 
 
-def _entropy_range(case, received):
-    weights = case.args[0]
-    axis = case.kwargs.get("axis", case.args[1] if len(case.args) > 1 else -1)
-    n = weights.shape[axis]
-    if not isinstance(received, np.ndarray) or not np.isfinite(received).all():
-        return None
-    bad = (received < -1e-9) | (received > np.log(n) + 1e-6)
-    if not bad.any():
-        return None
-    at = tuple(int(i) for i in np.argwhere(bad)[0])
-    return (f"the entropy at {at} is {float(received[at]):.4g}, outside "
-            f"[0, log {n} = {np.log(n):.4g}]")
+def _entropy_outside(below: bool):
+    """The test of an entropy below 0 (``below``) or above log(n) on a failing output."""
+    def broken(case, received):
+        weights = case.args[0]
+        axis = case.kwargs.get("axis", case.args[1] if len(case.args) > 1 else -1)
+        n = weights.shape[axis]
+        if not isinstance(received, np.ndarray) or not np.isfinite(received).all():
+            return None
+        bad = received < -1e-9 if below else received > np.log(n) + 1e-6
+        if not bad.any():
+            return None
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        return (f"the entropy at {at} is {float(received[at]):.4g}, outside "
+                f"[0, log {n} = {np.log(n):.4g}]")
+    return broken
 
 
-ENTROPY_RANGE = Property("entropy_range", "the entropy of a distribution over n outcomes lies "
-                         "between 0 and log(n)", "the -log p terms are not weighted by p (or the "
-                         "log is left out), the sign is wrong, or the sum runs over another "
-                         "axis.", _entropy_range)
+_ENTROPY_RANGE = "the entropy of a distribution over n outcomes lies between 0 and log(n)"
+ENTROPY_NEGATIVE = Property("entropy_negative", _ENTROPY_RANGE, "a negative entropy comes from "
+                            "negative terms where each term p log(1/p) is at least 0: the minus "
+                            "sign left out (p log p), or the log replaced by a function that is "
+                            "positive for p in (0, 1] (-p log1p(p), where log1p(p) = log(1 + p); "
+                            "or -p log(1/p), the minus sign kept as well).",
+                            _entropy_outside(below=True))
+ENTROPY_ABOVE = Property("entropy_above_log_n", _ENTROPY_RANGE, "an entropy above log(n) comes "
+                         "from terms larger than p log(1/p): the -log p terms not weighted by p "
+                         "(or the log left out), or a sum over more entries than one "
+                         "distribution's (another axis, or the whole array).",
+                         _entropy_outside(below=False))
 
 PROPERTIES = {
     "softmax": [SOFTMAX_SUMS],
     "attention": [rows_sum_to_one(1), nonnegative(1)],
     "masked_attention": [rows_sum_to_one(1), nonnegative(1)],
-    "softmax_entropy": [ENTROPY_RANGE],
+    "softmax_entropy": [ENTROPY_NEGATIVE, ENTROPY_ABOVE],
 }

@@ -74,15 +74,16 @@ def _read_rounded(scores, m: int, n: int) -> set | None:
     return {(k // n, k % n) for k in entries}
 
 
-def read_positions(scores, n: int) -> tuple[set, int] | None:
+def read_positions(scores, n: int, exact: bool = True) -> tuple[set, int] | None:
     """``(entries, divisor)`` such that each head's score is the sum of its coded entries over
     ``divisor``, the same entries for both heads; or None. Two reads can fit exactly (a row
     of six over 7 is also two entries over 2): one in a shape code has (a diagonal over one
     run of queries, a block) is taken before a scatter of entries, which only an exact mean
-    of its own entries may give."""
+    of its own entries may give. Scores computed in float32 (not ``exact``) are read in shape
+    only."""
     if len(scores) != 2 or not all(np.isfinite(s) and s > 0 for s in scores):
         return None
-    exact = list(_exact_reads(scores, n))
+    exact = list(_exact_reads(scores, n)) if exact else []
     shaped = next((read for read in exact if _in_shape(read[0], n)), None)
     if shaped is not None:
         return shaped
@@ -146,8 +147,8 @@ def _shaped(entries: set, n: int = 0) -> str | None:
     return None
 
 
-def diagnose_positions(right: set, scores, n: int) -> tuple[str, str] | None:
-    read = read_positions(scores, n)
+def diagnose_positions(right: set, scores, n: int, exact: bool = True) -> tuple[str, str] | None:
+    read = read_positions(scores, n, exact)
     if read is None:
         return None
     entries, divisor = read
@@ -168,7 +169,8 @@ def diagnose_positions(right: set, scores, n: int) -> tuple[str, str] | None:
 
 
 def _scores(output) -> list[float] | None:
-    if isinstance(output, np.ndarray) and output.shape == (2,) and output.dtype == np.float64:
+    if isinstance(output, np.ndarray) and output.shape == (2,) and output.dtype in (
+            np.float64, np.float32):  # (float32: a score cast with .float(), read in shape)
         return [float(v) for v in output]
     return None
 
@@ -177,7 +179,8 @@ def previous_token_readback(exercise, case, output):
     if case.label != CODED_LABEL or _scores(output) is None:
         return None
     n = case.args[0].shape[-1]
-    return diagnose_positions({(i, i - 1) for i in range(1, n)}, _scores(output), n)
+    return diagnose_positions({(i, i - 1) for i in range(1, n)}, _scores(output), n,
+                              output.dtype == np.float64)
 
 
 def induction_readback(exercise, case, output):
@@ -186,7 +189,7 @@ def induction_readback(exercise, case, output):
     n = case.args[0].shape[-1]
     period = int(case.kwargs.get("period", case.args[1] if len(case.args) > 1 else 0))
     right = {(i, i - period + 1) for i in range(period, 2 * period)}
-    return diagnose_positions(right, _scores(output), n)
+    return diagnose_positions(right, _scores(output), n, output.dtype == np.float64)
 
 
 READERS = {"previous_token_score": previous_token_readback,

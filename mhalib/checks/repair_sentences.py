@@ -16,12 +16,14 @@ from mhalib.checks.repairs import MAX_FRAGMENT
 
 def repair_of(record) -> dict | None:
     """The record's repair, when it is well formed (a record is not trusted: only short strings
-    and small ints are kept), else None; a second repair elsewhere under ``also``."""
+    and small ints are kept), else None; a second repair elsewhere under ``also``, another of
+    the same place under ``either``."""
     repair = _checked(record.get("repair") if isinstance(record, dict) else None)
-    if repair is not None and isinstance(record["repair"].get("also"), dict):
-        also = _checked(record["repair"]["also"])
-        if also is not None:
-            repair["also"] = also
+    for key in ("also", "either"):
+        if repair is not None and isinstance(record["repair"].get(key), dict):
+            other = _checked(record["repair"][key])
+            if other is not None:
+                repair[key] = other
     return repair
 
 
@@ -56,6 +58,10 @@ def repair_sentence(repair: dict) -> str:
     if repair.get("cancels"):
         return (f"one change makes every case right, but it is not where the slip is: "
                 f"{_change(repair)}.")
+    if "either" in repair:
+        return ("one change makes every case right, in either of two ways (a factor undone at "
+                "one operand may have been slipped at another: mend it where the slip is): "
+                f"{_change(repair['either'])}; or {_change(repair)}.")
     return f"one change makes every case right: {_change(repair)}."
 
 

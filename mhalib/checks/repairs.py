@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import re
 import time
 import warnings
 
@@ -138,6 +139,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         tries = 0
         found: list = []  # repairs in different places (two slips that cancel are mended
         # in either: the message then says both)
+        either: dict = {}  # a number changed in a place: another edit of the same place
         for mutant in _boolean_swaps_last(schema.mutants):
             if not mutant.ids & reached:
                 continue
@@ -149,7 +151,8 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             if mutant.swap is not None and not _alike(seen.get(mutant.where, {}),
                                                       *mutant.swap, any_shape=True):
                 continue  # (x for axis in np.isinf(x): a condition that never holds)
-            if any(_lines(mutant) & _lines(other) for other in found):
+            same_place = [other for other in found if _lines(mutant) & _lines(other)]
+            if same_place and not _another_operand(same_place, mutant, either):
                 continue  # a place already mended: one repair of it is enough
             tries += 1
             if tries > MAX_TRIES:
@@ -158,6 +161,9 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
             schema.active.update(mutant.ids)
             try:
                 if all(passes(case) for case in order) and _holds_on_spare(mutant):
+                    if same_place:  # the number changed there, or this: either may be the slip
+                        either[id(same_place[0])] = mutant
+                        continue
                     found.append(mutant)
                     if len(found) > MAX_PLACES:  # mended in many places: which one is the
                         return {**_described(schema, found[0]), "many": 1}  # slip is unknown
@@ -191,7 +197,33 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                      for mutant, broken in zip(found, cancels)]
     if len(described) > 1:
         described[0]["also"] = described[1]
+    elif id(found[0]) in either:
+        with _quiet():
+            described[0]["either"] = _described(schema, either[id(found[0])], truthful)
     return described[0]
+
+
+def _another_operand(same_place: list, mutant, either: dict) -> bool:
+    """True when the one edit found at ``mutant``'s place changes a number alone (``-2 * i``
+    to ``-1 * i``) and ``mutant`` changes something else there: a factor undone at one
+    operand may be a slip at another (round W: ``-2 * i / half`` mended as ``-1 * i / half``,
+    where ``half`` is the slip), so the first other edit that mends the place is said too."""
+    return len(same_place) == 1 and id(same_place[0]) not in either and \
+        _number_only(same_place[0]) and not _number_only(mutant)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:e-?\d+)?")
+
+
+def _number_only(mutant) -> bool:
+    """True when ``mutant`` is one edit that changes numbers and nothing else."""
+    if len(mutant.edits) != 1:
+        return False
+    try:
+        old, new = (ast.unparse(part) for part in mutant.edits[0])
+    except Exception:
+        return False
+    return old != new and _NUMBER.sub("#", old) == _NUMBER.sub("#", new)
 
 
 def _spare_cases(spare) -> list:

@@ -353,6 +353,22 @@ def variance_mean_of_products(d_k, n_samples=100_000, seed=0):
 WRONG["dot_product_variance"]["about_zero"] = variance_mean_of_products
 
 
+def variance_of_sqrt_d_k_draws(d_k, n_samples=100_000, seed=0):
+    """q drawn with standard deviation sqrt(d_k): the variance grows as d_k^2."""
+    q, k = _samples(d_k, n_samples, seed)
+    return float(np.var(np.sum(np.sqrt(d_k) * q * k, axis=1)))
+
+
+def variance_of_products_times_d_k(d_k, n_samples=100_000, seed=0):
+    """Each dot product multiplied by d_k: the variance grows as d_k^3."""
+    q, k = _samples(d_k, n_samples, seed)
+    return float(np.var(d_k * np.einsum("nd,nd->n", q, k)))
+
+
+WRONG["dot_product_variance"]["grows_as_d_k_2"] = variance_of_sqrt_d_k_draws
+WRONG["dot_product_variance"]["grows_as_d_k_3"] = variance_of_products_times_d_k
+
+
 def jacobian_delta_everywhere(p):
     """Entry (i, j) as p_i (1 - p_j) on every entry: the delta taken as 1 off the diagonal."""
     p = np.asarray(p, dtype=float)

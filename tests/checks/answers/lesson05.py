@@ -112,6 +112,10 @@ def crossover_two_slips(d_model):
     return 6 * d_model ** 2 // (2 * d_model)  # 6 N d^2 = 2 N^2 d
 
 
+def crossover_root_two(d_model):
+    return math.isqrt(2 * d_model * d_model)  # N^2 = 2 d^2: the N on the right dropped
+
+
 def crossover_twice(d_model):
     return 2 * d_model
 
@@ -228,6 +232,7 @@ WRONG = {
         "inverted_ratio": crossover_upside_down,
         "first_n_past_crossover": crossover_loop_past,
         "no_output_projection_one_n2_term": crossover_two_slips,
+        "n_squared_kept": crossover_root_two,
     },
     "mha_param_count": {
         "no_bias": params_never_bias,

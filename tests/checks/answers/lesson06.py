@@ -506,6 +506,20 @@ def decode_prefilled_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     return torch.cat(outs, dim=1)
 
 
+def decode_query_of_the_newest_token(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    k_cache = v_cache = None
+    outs = []
+    for t in range(x.shape[1]):
+        xt = x[:, t:t + 1]
+        k_new, v_new = _split(xt @ w_k, num_kv_heads), _split(xt @ w_v, num_kv_heads)
+        k_cache = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=2)
+        v_cache = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=2)
+        q = _split(x[:, -1:] @ w_q, num_heads)  # the last token's query at every step
+        out = F.scaled_dot_product_attention(q, k_cache, v_cache, enable_gqa=True)
+        outs.append(_merge(out) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
 # -- calling the answer key ----------------------------------------------------------------------
 def repeat_from_reference(x, n_rep):
     from mhalib.reference import repeat_kv
@@ -578,6 +592,7 @@ WRONG = {
         "not_causal": decode_prefilled_cache,
         "projects_all_tokens_at_once": decode_single_causal_pass,
         "leaves_torch": decode_numpy_prefix,
+        "reads_a_later_token": decode_query_of_the_newest_token,
     },
 }
 

@@ -1,0 +1,118 @@
+"""A reshape that raised, explained (issue 22): which of its sizes is wrong, what it should be
+in the case's own words (checked on every other case that raised the same error), and what the
+wrong size may have been computed from; and a -1 that an empty tensor cannot infer."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from mhalib.checks.case_inputs import parameter_names
+from mhalib.checks.explain_sizes import as_many_as, products, quotients
+
+
+def _reshape_sizes(last: str) -> tuple[list[int], int] | None:
+    """The target shape and the tensor's size a reshape error reports, or None."""
+    match = (re.search(r"shape '\[([\d, -]+)\]' is invalid for input of size (\d+)", last)
+             or re.search(r"cannot reshape array of size (\d+) into shape \(([\d, -]+)\)", last))
+    if not match:
+        return None
+    if match.re.pattern.startswith("shape"):
+        target, size = match.group(1), int(match.group(2))
+    else:
+        size, target = int(match.group(1)), match.group(2)
+    return [int(n) for n in re.findall(r"-?\d+", target)], size
+
+
+def _misfits(shape: list[int], size: int, named: dict[str, int]) -> list[tuple[int, int, int]]:
+    """``(position, size there, the size that would fit)`` for each position of ``shape`` whose
+    size, changed alone to one of ``named``'s, makes the reshape hold ``size`` values."""
+    product = math.prod(shape)
+    found = []
+    for i, entry in enumerate(shape):
+        rest = product // entry if entry else 0
+        if rest and size % rest == 0:
+            fits = size // rest
+            if fits != entry and any(v == fits for v in named.values()):
+                found.append((i, entry, fits))
+    return found
+
+
+def _with_parts(named: dict[str, int], ones: bool = False) -> dict[str, int]:
+    """The case's sizes with their quotients (d_model / num_heads is a size of the case too)
+    and products (H * d_head, a merged width; ``ones``: sizes of 1 in them too, so that a
+    case of one head still names a merged width as one)."""
+    return {**quotients(named), **named, **products(named, ones)}
+
+
+def _fits_everywhere(position: int, fits: int, named: dict[str, int], others) -> bool:
+    """True when every other case that raised the same reshape error is mended at
+    ``position`` too, by a size of one name with this one's (round U: a batch of 1 'should be
+    2' fitted one case; on the next, the batch of 2 'should be 4', which no name shared)."""
+    names = {name for name, value in named.items() if value == fits}
+    for their, text in others:
+        reported = _reshape_sizes(text)
+        if reported is None or len(reported[0]) <= position:
+            return False
+        their = _with_parts(their, ones=True)
+        there = [f for i, _, f in _misfits(*reported, their) if i == position]
+        if not there or not names & {name for name, value in their.items()
+                                     if value == there[0]}:
+            return False
+    return True
+
+
+def empty_reshape(exercise, case, last, line, named):
+    """A -1 among the sizes of a reshape of an empty tensor: any size fits, so none is
+    inferred."""
+    if not ("cannot reshape tensor of 0 elements" in last and "-1" in last
+            or re.search(r"cannot reshape array of size 0 into shape \(.*newaxis", last)):
+        return None
+    return ("reshape_empty", "the tensor is empty (a size of 0, such as no tokens yet, which the "
+            "contract allows), and a reshape of 0 values cannot infer the size written -1 (any "
+            "size fits): write that size out, computed from the shapes you have (a product of "
+            "two sizes, say), instead of -1.")
+
+
+def reshape(exercise, case, last, line, named, others=()):
+    reported = _reshape_sizes(last)
+    if reported is None:
+        return None
+    shape, size = reported
+    if -1 in shape:
+        return ("reshape", f"a reshape to {tuple(shape)} cannot hold the tensor's {size} values: "
+                "one of its other sizes is wrong (is it a head count or a head width of another "
+                "tensor?).")
+    product = math.prod(shape)
+    given = {name for name in parameter_names(exercise) if name in named}
+    base, named = named, _with_parts(named)
+    candidates = _misfits(shape, size, named)
+    candidates = [c for c in candidates if _fits_everywhere(c[0], c[2], named, others)] or \
+        candidates
+    chosen = [c for c in candidates if not any(named[g] == c[1] for g in given)] or candidates
+    if len(chosen) == 1:
+        i, entry, fits = chosen[0]
+        return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
+                f"{size}: its size {as_many_as(entry, named)} at position {i} should be "
+                f"{as_many_as(fits, named)} for this tensor{_made_of(entry, fits, base)}.")
+    if chosen:
+        said = " or ".join(f"the {as_many_as(entry, named)} at position {i} should be "
+                           f"{as_many_as(fits, named)}" for i, entry, fits in chosen[:3])
+        return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
+                f"{size}: one size is wrong: {said}.")
+    return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "
+            "values: one of the sizes it uses is wrong (another tensor's or axis's size, or sizes "
+            "combined with the wrong operator).")
+
+
+def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:
+    """`` (your 6 is d_model // num_heads)``: what the wrong size was computed from, when a
+    quotient of two of the case's sizes gives it and not the right one (every such quotient,
+    when more than one does: round U's 2 was G*d_head // num_heads, and d_model // G*d_head
+    too)."""
+    pairs = [f"{a} // {b}" for a, va in named.items() for b, vb in named.items()
+             if a != b and vb > 1 and "/" not in a + b and va // vb == wrong
+             and va % vb == 0 and va // vb != right]
+    if not pairs:
+        return ""
+    return f" (your {wrong} is {' or '.join(pairs[:3])}: a size computed from the wrong dimension)"
