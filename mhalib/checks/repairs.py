@@ -209,21 +209,34 @@ def _another_operand(same_place: list, mutant, either: dict) -> bool:
     operand may be a slip at another (round W: ``-2 * i / half`` mended as ``-1 * i / half``,
     where ``half`` is the slip), so the first other edit that mends the place is said too."""
     return len(same_place) == 1 and id(same_place[0]) not in either and \
-        _number_only(same_place[0]) and not _number_only(mutant)
+        len(same_place[0].edits) == 1 and _number_only(same_place[0]) and \
+        _a_factor(same_place[0]) and not _number_only(mutant)
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:e-?\d+)?")
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?")
+_FACTOR = re.compile(r"\d\s*[*/]|[*/]\s*\(?-?\d")  # a number multiplying or dividing
 
 
 def _number_only(mutant) -> bool:
-    """True when ``mutant`` is one edit that changes numbers and nothing else."""
-    if len(mutant.edits) != 1:
-        return False
+    """True when every edit of ``mutant`` changes numbers (and their signs) and nothing else:
+    ``2`` to ``1``, an axis ``0`` to ``-1``, a constant changed wherever it stands."""
     try:
-        old, new = (ast.unparse(part) for part in mutant.edits[0])
+        pairs = [tuple(ast.unparse(part) for part in edit) for edit in mutant.edits]
     except Exception:
         return False
-    return old != new and _NUMBER.sub("#", old) == _NUMBER.sub("#", new)
+    return bool(pairs) and all(old != new and _NUMBER.sub("#", old) == _NUMBER.sub("#", new)
+                               for old, new in pairs)
+
+
+def _a_factor(mutant) -> bool:
+    """True when the number ``mutant`` changes multiplies or divides something where it
+    stands (``-2 * i / half``), not an axis or an index (``mean(dim=0)``)."""
+    node, new = mutant.edits[0]
+    try:
+        old_text, _ = mutant.said(node, new, LEAST_SAID)
+    except Exception:
+        return False
+    return bool(_FACTOR.search(old_text))
 
 
 def _spare_cases(spare) -> list:

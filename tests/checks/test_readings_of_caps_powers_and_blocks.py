@@ -146,3 +146,26 @@ def variance_of_standard_draws(d_k, n_samples=100_000, seed=0):
 def test_right_answers_pass(exercise, func):
     verdict = judged(exercise, func)
     assert verdict.passed, verdict.diagnosis
+
+
+def previous_token_mean_over_heads(weights):
+    diagonal = torch.diagonal(weights, offset=-1, dim1=1, dim2=2)  # (H, N - 1)
+    return diagonal.mean(dim=0)  # over the heads
+
+
+def rope_exponent_with_its_sign_dropped(positions, head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError(f"head_dim={head_dim} is odd")
+    pair = torch.arange(head_dim // 2, dtype=torch.float64)
+    return (positions.double()[:, None] * base ** (2 * pair / head_dim)).float()
+
+
+@pytest.mark.parametrize(("exercise", "func"), [
+    ("previous_token_score", previous_token_mean_over_heads),  # an axis: 1 or -1, one change
+    ("rope_angles", rope_exponent_with_its_sign_dropped),  # a sign: not another operand's
+])
+def test_a_number_that_is_no_factor_of_the_place_is_said_alone(searching, exercise,  # noqa: F811
+                                                               func):
+    repair, verdict = repaired(exercise, func)
+    assert repair is not None and not verdict.passed, verdict.diagnosis
+    assert "either of two ways" not in verdict.diagnosis, verdict.diagnosis
