@@ -109,10 +109,13 @@ def _array_difference(expected, received, rtol, atol, path) -> str | None:
 
 def nan_where_empty(wrong, received):
     """``received`` with NaN entries set to 0 where ``wrong`` is 0 (inside tuples too): a slip
-    whose model gives a zero row where the learner's code divides 0 by 0 is the same slip."""
+    whose model gives a zero row where the learner's code divides 0 by 0 is the same slip. An
+    output that is NaN everywhere is left as it is: nothing in it agrees with the model (round
+    X: scores of 0 / 0 over no queries matched a model of zeros read above the diagonal)."""
     if isinstance(wrong, tuple) and isinstance(received, tuple) and len(wrong) == len(received):
         return tuple(nan_where_empty(w, r) for w, r in zip(wrong, received))
     if (isinstance(wrong, np.ndarray) and isinstance(received, np.ndarray)
-            and wrong.shape == received.shape and received.dtype.kind == "f"):
+            and wrong.shape == received.shape and received.dtype.kind == "f"
+            and not np.isnan(received).all()):
         return np.where(np.isnan(received) & (wrong == 0), 0.0, received)
     return received

@@ -121,3 +121,37 @@ def _unmasked(tree, operands):
     if isinstance(tree, ast.UnaryOp):
         return ast.UnaryOp(tree.op, _unmasked(tree.operand, operands))
     return tree
+
+
+def _in_a_copy(node: ast.AST, parents: dict) -> bool:
+    """True when ``node`` (a number) is a factor of one term of a sum of copies of one term
+    (the 2 of ``2 * n2d + 2 * n2d + 2 * n2d``): changing it counts that copy twice, which
+    mends a missing term without writing it."""
+    term = node
+    while isinstance(parents.get(id(term)), ast.BinOp) and isinstance(
+            parents[id(term)].op, (ast.Mult, ast.Div, ast.FloorDiv)):
+        term = parents[id(term)]
+    top = parents.get(id(term))
+    if not (isinstance(top, ast.BinOp) and isinstance(top.op, ast.Add)):
+        return False
+    while isinstance(parents.get(id(top)), ast.BinOp) and isinstance(parents[id(top)].op,
+                                                                      ast.Add):
+        top = parents[id(top)]
+    return _copies_of_one_term(top)
+
+
+def _copies_of_one_term(node: ast.BinOp) -> bool:
+    """True for a sum of copies of one term (``2 * n2d + 2 * n2d + 2 * n2d``): parentheses
+    moved among them only weight one copy differently, which makes a count of terms, not a
+    grouping (round X: three products where four belong, said as a parenthesis slip)."""
+    terms: list[ast.AST] = []
+
+    def flatten(tree):
+        if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Add):
+            flatten(tree.left)
+            flatten(tree.right)
+        else:
+            terms.append(tree)
+
+    flatten(node)
+    return len(terms) >= 2 and len({ast.dump(term) for term in terms}) == 1

@@ -177,6 +177,11 @@ def _nan(case, e, r, path):
               if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size]
     finite = [np.abs(a[np.isfinite(a)]) for a in arrays]
     largest = max((float(f.max()) for f in finite if f.size), default=0.0)
+    if largest < 80 and np.isnan(r).all():
+        return ("form:nan_everywhere", f"every value of {path} is NaN on inputs of ordinary size: "
+                "0 / 0, an average or a division over nothing (a count or a sum that stayed 0: "
+                "a loop or a range that never ran, or a slice that came out empty, often from a "
+                "size read off the wrong axis).")
     if largest < 80:
         return None
     fix = ("exp went out of range: an exponent far above 0 overflows to inf, and a slice whose "

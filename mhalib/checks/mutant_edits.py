@@ -37,7 +37,9 @@ from mhalib.checks.edit_nodes import (
     ADDED,
     MAX_OPERANDS,
     _block_of_index,
+    _copies_of_one_term,
     _hinted,
+    _in_a_copy,
     _int_of,
     _masked,
     _shifted,
@@ -102,6 +104,8 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                             if not _left_over_from_a_loop(node, a, loops)]
             if isinstance(node, ast.BinOp) and not isinstance(parents.get(id(node)), ast.BinOp):
                 alternatives += list(_regroupings(node))  # (a whole expression's parentheses)
+            if repairing and isinstance(node, ast.Constant) and _in_a_copy(node, parents):
+                alternatives = []  # (one copy reweighted: a term missing, said by the models)
             if repairing:
                 if id(node) in looped:  # overwritten in a loop where it should accumulate
                     alternatives.append(ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()),
@@ -320,7 +324,7 @@ def _regroupings(node: ast.BinOp):
     ``layers * rank + rope * n``, ``(4 * d) ** 2`` for ``4 * d ** 2``). The operands
     (anything but an operator) stay the original nodes."""
     text, operands = _masked(node)
-    if not 2 <= len(operands) <= MAX_OPERANDS:
+    if not 2 <= len(operands) <= MAX_OPERANDS or _copies_of_one_term(node):
         return
     seen = {ast.dump(ast.parse(text, mode="eval").body)}
     for candidate in _bracketed(text, len(operands)):

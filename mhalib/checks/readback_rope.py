@@ -123,6 +123,17 @@ def _angles_of_pairs(x, y, first, second):
     return np.arctan2(x1 * y2 - x2 * y1, x1 * y1 + x2 * y2)
 
 
+def _unrotated_tail(x, y, positions) -> int | None:
+    """``k`` when the output equals ``x`` on every feature from ``k`` on, and differs from it
+    among the first ``k`` (at a position other than 0), else None."""
+    d = x.shape[-1]
+    same = np.isclose(y, x, rtol=1e-5, atol=1e-6).reshape(-1, d).all(axis=0)  # (d,)
+    if same.all() or not same[-1]:
+        return None
+    k = d - int(np.argmin(same[::-1]))  # features k.. unchanged, k - 1 changed
+    return k if 0 < k < d and (positions != 0).any() else None
+
+
 def _same_angles(got, want) -> bool:
     return bool(np.allclose(np.angle(np.exp(1j * (got - want))), 0.0, atol=2e-3))
 
@@ -138,10 +149,19 @@ def apply_rope_readback(exercise, case, output):
     if d % 2 or output.shape != x.shape or not np.isfinite(output).all() or d < 4:
         return None
     y = output.astype(np.float64)
+    kept = _unrotated_tail(x, y, positions)
+    if kept is not None:
+        return ("readback:rope_width", f"read back from your output, only the first {kept} "
+                f"features of each head were rotated and the other {d - kept} came back as "
+                f"they went in: the rotation used a width of {kept} where head_dim = {d} "
+                "belongs (a size read off another axis of x, or a slice too short)")
     half = np.arange(d // 2)
     theta = _angles_of_pairs(x, y, half, half + d // 2)
     if theta is None:
-        if _angles_of_pairs(x, y, 2 * half, 2 * half + 1) is not None:
+        neighbours = _angles_of_pairs(x, y, 2 * half, 2 * half + 1)
+        moving = positions != 0
+        if neighbours is not None and (np.abs(neighbours[..., moving, :]) > 1e-6).any(
+                axis=tuple(range(neighbours.ndim - 1))).all():  # (every pair turned)
             return ("readback:rope_pairs", "read back from your output, the rotated pairs are "
                     "(2i, 2i + 1), neighbours (the interleaved layout of GPT-J and Meta's "
                     "Llama); this course pairs feature i with i + head_dim/2 (rotate half)")

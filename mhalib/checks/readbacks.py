@@ -6,15 +6,22 @@ reader takes ``(exercise, case, output)`` and returns ``(flag, message)`` or Non
 - attention weights per head (:mod:`mhalib.checks.weights_views`);
 - a merge's shares and a softmax gradient's row term (:mod:`mhalib.checks.readback_rows`);
 - RoPE's exponents, pairing and rotation (:mod:`mhalib.checks.readback_rope`);
-- the entries a head score averaged (:mod:`mhalib.checks.readback_positions`).
+- the entries a head score averaged (:mod:`mhalib.checks.readback_positions`);
+- the softmax Jacobian's diagonal (:mod:`mhalib.checks.readback_jacobian`).
 """
 
 from __future__ import annotations
 
-from mhalib.checks import readback_positions, readback_rope, readback_rows, weights_views
+from mhalib.checks import (
+    readback_jacobian,
+    readback_positions,
+    readback_rope,
+    readback_rows,
+    weights_views,
+)
 
 READERS = {**weights_views.VIEWS, **readback_rows.READERS, **readback_rope.READERS,
-           **readback_positions.READERS}
+           **readback_positions.READERS, **readback_jacobian.READERS}
 
 
 def readback_diagnosis(exercise, recorded) -> tuple[str, str] | None:

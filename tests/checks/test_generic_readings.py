@@ -379,9 +379,12 @@ def jacobian_diagonal_set_to_p(p):
 
 
 def test_only_the_diagonal_wrong_is_said_as_the_diagonal_term():
+    """Read back as what the diagonal holds (round X: the polynomial in p says more than the
+    form's list of causes)."""
     verdict = judged("softmax_jacobian", jacobian_diagonal_set_to_p)
     assert not verdict.passed
-    assert "form:diagonal" in verdict.flags, verdict.diagnosis
+    assert "readback:jacobian_diagonal" in verdict.flags, verdict.diagnosis
+    assert "the diagonal holds p_i where" in verdict.diagnosis, verdict.diagnosis
 
 
 def _softmax_rows(s):
