@@ -133,9 +133,33 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False,
             found = None
         if found and found[0] == "form:factor" and not consistent:
             continue  # one factor on this case, another (or none) on the others: a coincidence
+        if found and found[0] == "form:shape":
+            case, found = _clearest_shape_reading(exercise, case, found, recorded, forms)
         if found:
             return found[0], f"{found[1]} (case '{case.label}')"
     return None
+
+
+def _clearest_shape_reading(exercise, case, found, recorded, forms):
+    """``(case, reading)``: of the failing cases whose output's shape is read, the one whose
+    sizes coincide least (round Y: a d of 8 equal to G * n_rep = 8 named an axis of G * n_rep
+    copies "x.shape[3]"; a case with other sizes names it by what it is, or not at all)."""
+    shaped = [(c, forms[id(c)]) for c, _ in recorded
+              if forms[id(c)] and forms[id(c)][0] == "form:shape"]
+    return min([(case, found)] + shaped, key=lambda pair: _coincidences(sizes(exercise,
+                                                                              pair[0])))
+
+
+def _coincidences(named: dict) -> int:
+    """How many of the case's sizes (above 1) equal another, or the product of two others;
+    and how many are 1 (an axis of one entry reads as any size's slip)."""
+    ones = sum(v == 1 for v in named.values() if isinstance(v, int))
+    values = [v for v in named.values() if isinstance(v, int) and v > 1]
+    equal = ones + sum(a == b for i, a in enumerate(values) for b in values[i + 1:])
+    products = sum(values[k] == values[i] * values[j] for i in range(len(values))
+                   for j in range(i + 1, len(values)) for k in range(len(values))
+                   if k not in (i, j))
+    return equal + products
 
 
 _FACTOR = re.compile(r"is (\S+(?: = \S+)*) times the right")

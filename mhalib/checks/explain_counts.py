@@ -94,6 +94,9 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
     key = rows[0][0]
     rows = [r for r in rows if r[0] == key]
     where = f"the {key!r} count" if key is not None else "your count"
+    switched_off = _zero_where_a_flag_is_off(exercise, recorded, where)
+    if switched_off is not None:
+        return switched_off
     if all(got == 0 for _, got, _, _ in rows):
         return "count:zero", (
             f"{where} is 0 on every failing case: a branch returned 0 where only a part of the "
@@ -140,6 +143,40 @@ def explain_count_terms(exercise, recorded) -> tuple[str, str] | None:
                            "with a smaller coefficient or size (or subtracted)")
             return "count:term", f"{where} {meaning} (the same difference on every failing case)."
     return _factor_out_of_a_term(rows, names, where) or _term_swapped(rows, names, where)
+
+
+def _flags(exercise, case) -> dict[str, bool]:
+    """The case's boolean arguments by name, defaults filled in."""
+    import inspect
+
+    from mhalib.checks.answer_key import answer_key
+
+    try:
+        bound = inspect.signature(answer_key(exercise.name)).bind(*case.args, **case.kwargs)
+    except (TypeError, ValueError):
+        return {}
+    bound.apply_defaults()
+    return {name: value for name, value in bound.arguments.items() if isinstance(value, bool)}
+
+
+def _zero_where_a_flag_is_off(exercise, recorded, where) -> tuple[str, str] | None:
+    """The count is 0 on exactly the failing cases where one boolean argument is False (and
+    not 0 where it is True): the whole sum went into the conditional's first branch (round Y:
+    ``8 * n * n * d + 2 if recompute else 0``)."""
+    zero = [_number(result.get("output")) and result.get("output") == 0
+            for _, result in recorded]
+    if not any(zero) or all(zero):
+        return None
+    flags = [_flags(exercise, case) for case, _ in recorded]
+    for name in set.intersection(*(set(f) for f in flags)):
+        if all((not f[name]) == z for f, z in zip(flags, zero)):
+            return "count:zero_when_off", (
+                f"{where} is 0 on every failing case with {name}=False (and wrong with "
+                f"{name}=True too): the whole count went into the branch the condition "
+                "selects. A conditional expression binds loosest: `a + b if flag else 0` means "
+                f"`(a + b) if flag else 0`; write `a + (b if {name} else 0)`, with the part "
+                f"that depends on {name} in the parentheses, counted in the same units as a.")
+    return None
 
 
 def _factor_out_of_a_term(rows, names, where) -> tuple[str, str] | None:

@@ -184,8 +184,10 @@ def shape_reading(want, got, path, named) -> tuple[str, str] | None:
         cause = ("an operation ran along the wrong axis (np.concatenate or np.stack of an array "
                  "runs along its FIRST axis, the batch), or a reshape or a transpose used the axes "
                  "in the wrong order" if first_moved else "a reshape to sizes in the wrong order "
-                 "(x.shape unpacked in the wrong order, or one size used for another), or a "
-                 "transpose missing before it")
+                 "(x.shape unpacked in the wrong order, or one size used for another), a "
+                 "transpose missing before it, or pieces joined along the wrong axis (a "
+                 "torch.cat or np.concatenate of slices such as x[:, g], whose index dropped "
+                 "an axis, so the join runs along the next one)")
         return ("form:shape", f"{path} has shape {got} for {want}: the same values with the axes "
                 f"regrouped, {said}: {cause}.")
     if len(got) == len(want):
@@ -198,6 +200,7 @@ def shape_reading(want, got, path, named) -> tuple[str, str] | None:
                  + _size_relation(got[i], want[i], named) for i in wrong]
         same = int(np.prod(got)) == int(np.prod(want))
         return ("form:shape", f"{path} has shape {got} for {want}: " + "; ".join(parts)
-                + (" (the same number of values: a reshape used the sizes in the wrong order "
-                   "or unpacked x.shape in the wrong order)." if same else "."))
+                + (" (the same number of values: a reshape used the sizes in the wrong order, "
+                   "x.shape was unpacked in the wrong order, or a split, stack or concatenation "
+                   "ran along the wrong axis)." if same else "."))
     return None

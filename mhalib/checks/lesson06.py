@@ -73,12 +73,13 @@ class RepeatKV(TorchExercise):
 
         return [
             WrongAnswer("tiled_groups", "the groups come out tiled (g0, g1, g0, g1, ...) instead "
-                        "of interleaved (g0, g0, g1, g1, ...): the copies were made of the whole "
-                        "stack of groups (x.repeat, torch.cat of whole copies, or a new axis "
-                        "inserted before the group axis and then flattened), but query head h "
-                        "must read group h // n_rep: the copies of each group must sit next to "
-                        "each other (repeat_interleave along dim 1, or a new axis after the group "
-                        "axis, expanded, then reshaped).",
+                        "of interleaved (g0, g0, g1, g1, ...): head h read group h % G (an index "
+                        "h % num_groups, or copies made of the whole stack of groups: x.repeat, "
+                        "torch.cat of whole copies, or a new axis inserted before the group axis "
+                        "and then flattened), but query head h must read group h // n_rep: the "
+                        "copies of each group must sit next to each other (repeat_interleave "
+                        "along dim 1, an index h // n_rep, or a new axis after the group axis, "
+                        "expanded, then reshaped).",
                         torch_model(lambda x, n: x.repeat(1, n, 1, 1))),
             WrongAnswer("sequence_axis", "the copies were stacked along the sequence axis (dim 2), "
                         "not the head axis (dim 1).",

@@ -97,7 +97,8 @@ def read_positions(scores, n: int, exact: bool = True) -> tuple[set, int] | None
 
 def _exact_reads(scores, n: int):
     """``(entries, m)`` read exactly (float64): means over their own entries first, then over
-    a larger divisor."""
+    another divisor (larger, or smaller: a sum divided by a count of something else, round
+    Y's H - 1 heads where N - 1 queries belong)."""
     for exact in (True, False):
         for m in range(1, n * n + 1):
             first, second = _entries(scores[0], m, n), _entries(scores[1], m, n)
@@ -105,7 +106,7 @@ def _exact_reads(scores, n: int):
                 continue
             if sorted(first) != sorted(n * n - 1 - k for k in second):
                 continue
-            if len(first) == m if exact else len(first) < m:
+            if len(first) == m if exact else len(first) != m:
                 yield {(k // n, k % n) for k in first}, m
 
 

@@ -144,6 +144,9 @@ def _support_problem(heads, weights, extra_patterns, noise: float = 0.0
             continue
         extra = np.flatnonzero(used[row] & ~head.allowed[row]).tolist()
         missing = np.flatnonzero(~used[row] & head.allowed[row]).tolist()
+        if not extra and not np.isclose(w[row].sum(), 1.0, atol=5e-3):
+            continue  # (a tiny weight in a row that is not normalised: round Y's softmax
+            # summed over the heads; the normalisation reading says that)
         said = []
         if extra:
             said.append(f"gives weight to key(s) {_positions(extra)} it must not see")
@@ -199,8 +202,9 @@ def _normalisation_problem(heads, weights, names) -> tuple[str, str] | None:
     return "weights:not_normalised", (
         f"read back from your output, the rows of weights sum to values between "
         f"{sums.min():.3g} and {sums.max():.3g}, not 1: the division by the sum of the "
-        "exponentials is missing or uses the wrong sum (another row's, a partial one, or one "
-        f"that was not rescaled when the running maximum changed){unseen}")
+        "exponentials is missing or uses the wrong sum (one over another axis, such as the "
+        "heads or the queries; another row's; a partial one; or one that was not rescaled "
+        f"when the running maximum changed){unseen}")
 
 
 def _factor_name(value: float, names: dict[str, int]) -> str:

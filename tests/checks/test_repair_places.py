@@ -175,7 +175,7 @@ def angles_of_bfloat16_positions(positions, head_dim, base=10000.0):
 
 @pytest.mark.parametrize("exercise, func, flag, words", [
     ("masked_attention", masked_attention_values_from_keys, "form:shape",
-     "is q.shape[3] = k.shape[3]: another tensor's or axis's size"),
+     "= k.shape[1]: another tensor's or axis's size"),  # (the clearest case's sizes)
     ("apply_rope", rope_halves_joined_backwards, "form:halves_swapped",
      "the halves were joined in the other order"),
     ("rope_angles", angles_of_bfloat16_positions, None, "positions.to(torch.bfloat16)"),
