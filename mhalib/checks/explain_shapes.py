@@ -29,6 +29,10 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
                "one step off" if abs(got - want) == 1 else "")
         product = _one_factor_off(got, want, named)  # (round R: 4 = 2 groups x (3 - 1) copies)
         off = off or (f"; or {product[2:-1]}" if product else "")
+        split = [f"{a} / {b}" for a, va in named.items() for b, vb in named.items()
+                 if a != b and 1 < vb < va and va == got * vb and "/" not in a + b]
+        off = off or (f"; or {split[0]}: an axis split into pieces of the wrong size"
+                      if split else "")  # (round Y: N / H = 2 = H, tokens split by heads)
         return (f" ({got} is {' = '.join(sizes[:2])}: another tensor's or axis's size, read "
                 f"where this one's belongs{off})")
     if abs(got - want) == 1:
