@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhalib.checks.attention_variants import gqa_variant, stepwise_decode
+from mhalib.checks.causality import first_step_reading_the_last_token
 from mhalib.checks.compare import difference
 from mhalib.checks.exercise import Case, Exercise, Symptom, WrongAnswer, refusal_mistakes
 from mhalib.checks.search_spaces import CountSearch
@@ -373,31 +374,6 @@ def projection_tokens(products, d_model: int) -> int:
 def _cases_batch_and_length(case) -> tuple[int, int]:
     batch, n, _ = case.args[0].shape
     return batch, n
-
-
-def first_step_reading_the_last_token(func, output, args, kwargs) -> int | None:
-    """The first step whose output changes when only the last token of ``x`` changes (the
-    learner's function called again), or None: none does, there is one token, or the second
-    call fails. Step t of a decoder reads tokens 0..t only."""
-    import torch
-
-    x = args[0]
-    if not torch.is_tensor(output) or not torch.is_tensor(x) or x.ndim != 3 or x.shape[1] < 2 \
-            or output.shape[:2] != x.shape[:2]:
-        return None
-    changed = x.clone()
-    changed[:, -1] = -1.5 * x[:, -1].flip(-1) + 0.5
-    try:
-        again = func(changed, *args[1:], **kwargs)
-    except Exception:
-        return None
-    if not torch.is_tensor(again) or again.shape != output.shape:
-        return None
-    before, after = output[:, :-1].double(), again[:, :-1].double()
-    scale = float(before.abs().max()) if before.numel() else 0.0
-    moved = ((before - after).abs() > 1e-3 * (1.0 + scale)).flatten(2).any(-1).any(0)  # (N-1,)
-    steps = torch.nonzero(moved).flatten()
-    return int(steps[0]) if steps.numel() else None
 
 
 class DecodeWithCache(MeasuredExercise):

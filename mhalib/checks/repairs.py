@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import re
 import time
 import warnings
 
@@ -33,6 +32,7 @@ import numpy as np
 from mhalib.checks.edit_nodes import HINT
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutants import _alike, _locals_seen
+from mhalib.checks.repair_alternatives import another_operand
 from mhalib.checks.repair_places import SIMPLE_STATEMENTS, elsewhere
 
 MAX_TRIES = 3000
@@ -152,7 +152,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                                                       *mutant.swap, any_shape=True):
                 continue  # (x for axis in np.isinf(x): a condition that never holds)
             same_place = [other for other in found if _lines(mutant) & _lines(other)]
-            if same_place and not _another_operand(same_place, mutant, either):
+            if same_place and not another_operand(same_place, mutant, either, LEAST_SAID):
                 continue  # a place already mended: one repair of it is enough
             tries += 1
             if tries > MAX_TRIES:
@@ -201,42 +201,6 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         with _quiet():
             described[0]["either"] = _described(schema, either[id(found[0])], truthful)
     return described[0]
-
-
-def _another_operand(same_place: list, mutant, either: dict) -> bool:
-    """True when the one edit found at ``mutant``'s place changes a number alone (``-2 * i``
-    to ``-1 * i``) and ``mutant`` changes something else there: a factor undone at one
-    operand may be a slip at another (round W: ``-2 * i / half`` mended as ``-1 * i / half``,
-    where ``half`` is the slip), so the first other edit that mends the place is said too."""
-    return len(same_place) == 1 and id(same_place[0]) not in either and \
-        len(same_place[0].edits) == 1 and _number_only(same_place[0]) and \
-        _a_factor(same_place[0]) and not _number_only(mutant)
-
-
-_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e-?\d+)?")
-_FACTOR = re.compile(r"\d\s*[*/]|[*/]\s*\(?-?\d")  # a number multiplying or dividing
-
-
-def _number_only(mutant) -> bool:
-    """True when every edit of ``mutant`` changes numbers (and their signs) and nothing else:
-    ``2`` to ``1``, an axis ``0`` to ``-1``, a constant changed wherever it stands."""
-    try:
-        pairs = [tuple(ast.unparse(part) for part in edit) for edit in mutant.edits]
-    except Exception:
-        return False
-    return bool(pairs) and all(old != new and _NUMBER.sub("#", old) == _NUMBER.sub("#", new)
-                               for old, new in pairs)
-
-
-def _a_factor(mutant) -> bool:
-    """True when the number ``mutant`` changes multiplies or divides something where it
-    stands (``-2 * i / half``), not an axis or an index (``mean(dim=0)``)."""
-    node, new = mutant.edits[0]
-    try:
-        old_text, _ = mutant.said(node, new, LEAST_SAID)
-    except Exception:
-        return False
-    return bool(_FACTOR.search(old_text))
 
 
 def _spare_cases(spare) -> list:

@@ -169,3 +169,18 @@ def test_a_number_that_is_no_factor_of_the_place_is_said_alone(searching, exerci
     repair, verdict = repaired(exercise, func)
     assert repair is not None and not verdict.passed, verdict.diagnosis
     assert "either of two ways" not in verdict.diagnosis, verdict.diagnosis
+
+
+def test_the_causality_probe_finds_the_first_step_that_read_a_later_token():
+    from mhalib.checks.causality import first_step_reading_the_last_token
+
+    x = torch.randn(2, 5, 4)
+
+    def causal(x):
+        return x.cumsum(dim=1)  # step t reads tokens 0..t
+
+    def peeks(x):
+        return x.cumsum(dim=1) + x[:, -1:]  # every step reads the last token
+
+    assert first_step_reading_the_last_token(causal, causal(x), (x,), {}) is None
+    assert first_step_reading_the_last_token(peeks, peeks(x), (x,), {}) == 0
