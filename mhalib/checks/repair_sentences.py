@@ -34,6 +34,8 @@ def _checked(repair) -> dict | None:
     texts["elsewhere"] = repair.get("elsewhere", "")  # (records of older versions have none)
     texts["cancels"] = repair.get("cancels", "")
     numbers = {k: repair.get(k) for k in ("line", "places")}
+    which = {k: repair[k] for k in ("occurrence", "of")
+             if type(repair.get(k)) is int and 0 < repair[k] <= 20}
     if repair.get("many") not in (None, 1):
         return None
     texts["function"] = texts["function"] if texts["function"] is not None else ""
@@ -46,7 +48,8 @@ def _checked(repair) -> dict | None:
     if not (isinstance(lines, list) and 0 < len(lines) <= 8 and all(
             type(v) is int and 0 < v < 10**6 for v in lines)):
         return None
-    return {**texts, **numbers, "lines": lines, "many": repair.get("many") == 1}
+    return {**texts, **numbers, **(which if len(which) == 2 else {}), "lines": lines,
+            "many": repair.get("many") == 1}
 
 
 def repair_sentence(repair: dict) -> str:
@@ -78,8 +81,13 @@ def _change(repair: dict) -> str:
     cancels = (f" (that change makes {repair['cancels']} wrong, which held the value the answer "
                "key computes: it only cancels a slip elsewhere, in a value combined with it or "
                "computed after it)") if repair.get("cancels") else ""
-    return (f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{each}"
-            f"{hint}{other}{cancels}")
+    which = ""
+    if repair.get("occurrence") and repair.get("of"):
+        nth = {1: "first", 2: "second", 3: "third"}.get(repair["occurrence"],
+                                                        f"number {repair['occurrence']}")
+        which = f" (the {nth} of the {repair['of']} on that line)"
+    return (f"at {where}, write `{repair['new']}` where your code has `{repair['old']}`{which}"
+            f"{each}{hint}{other}{cancels}")
 
 
 def scalar_factor(cases, results, exercise, repair: dict | None = None) -> float | str | None:

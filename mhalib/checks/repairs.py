@@ -438,13 +438,39 @@ def _described(schema, mutant, truthful=None) -> dict:
     hints = [getattr(e, HINT, "") for _, e in mutant.edits]
     lines = sorted({first + getattr(n, "lineno", 1) - 1 for n, _ in mutant.edits})
     said = 2 * MAX_FRAGMENT if len(mutant.edits) > 1 else MAX_FRAGMENT  # (every place's pair)
+    tree = _parsed(original)
+    which = {} if several else _occurrence(tree, node, old_text)
     return {"function": mutant.where, "line": lines[0], "lines": lines[:8],
-            "old": old_text[:said], "new": new_text[:said],
+            "old": old_text[:said], "new": new_text[:said], **which,
             "places": len(mutant.edits) if several else 1,
             "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), ""),
-            "elsewhere": elsewhere(_parsed(original), mutant, first,
+            "elsewhere": elsewhere(tree, mutant, first,
                                    lambda name: truthful is not None and truthful(
                                        mutant.where, name))[:2 * MAX_FRAGMENT]}
+
+
+def _occurrence(tree, node, old_text: str) -> dict:
+    """``{"occurrence": k, "of": n}`` when ``old_text`` stands ``n > 1`` times on the edited
+    line and the edit is in the ``k``-th (round Z: `out_a.to(ct)` twice on one line, where only
+    the second was the slip), else {}."""
+    line = getattr(node, "lineno", None)
+    if tree is None or line is None:
+        return {}
+    same = sorted((n for n in ast.walk(tree) if getattr(n, "lineno", None) == line
+                   and getattr(n, "end_lineno", None) == line and _unparsed(n) == old_text),
+                  key=lambda n: n.col_offset)
+    if len(same) < 2:
+        return {}
+    inside = [i for i, n in enumerate(same)
+              if n.col_offset <= getattr(node, "col_offset", -1) < n.end_col_offset]
+    return {"occurrence": inside[0] + 1, "of": len(same)} if len(inside) == 1 else {}
+
+
+def _unparsed(node) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return ""
 
 
 def _whole_statement(mutant) -> tuple[str, str, bool]:

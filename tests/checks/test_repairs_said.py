@@ -180,3 +180,23 @@ def test_a_factor_on_several_cases_is_named_by_a_name_they_share():
     half = (_Case("bfloat16"), ("form:values", "close, but not a factor"))
     assert _same_factor_everywhere(shared + [half])  # its rounding may hide the factor
     assert not _same_factor_everywhere(shared + [(_Case("float32"), None)])
+
+
+def merge_states_a_twice(out_a, lse_a, out_b, lse_b):
+    top = torch.maximum(lse_a, lse_b)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    wa, wb = torch.exp(lse_a - top), torch.exp(lse_b - top)
+    total = wa + wb
+    safe = torch.where(total > 0, total, torch.ones_like(total))
+    lse = torch.where(total > 0, top + torch.log(safe), torch.full_like(total, float("-inf")))
+    out = (wa[..., None] * out_a.double() + wb[..., None] * out_a.double()) / safe[..., None]
+    return out.to(out_a.dtype), lse
+
+
+def test_text_that_stands_twice_on_the_line_is_said_with_its_occurrence():
+    """Round Z: `out_a.to(ct)` stood twice on the learner's line and only the second was the
+    slip; the change says which one."""
+    repair, verdict = repaired("merge_attention_states", merge_states_a_twice)
+    assert repair is not None, verdict.diagnosis
+    assert repair.get("occurrence") == 2 and repair.get("of") == 2, repair
+    assert "(the second of the 2 on that line)" in verdict.diagnosis, verdict.diagnosis
