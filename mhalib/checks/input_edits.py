@@ -53,7 +53,7 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
 
     explained = to_explain(exercise, recorded)
     caps_only = not explained  # only inputs of magnitude 80 or more fail: a cap may say why
-    recorded = explained or _extreme_only(exercise, recorded)
+    recorded = explained or to_explain(exercise, recorded, extreme=True)
     names = parameter_names(exercise)
     if not recorded or not names or budget_s <= 0:
         return None
@@ -86,42 +86,25 @@ def input_edit_diagnosis(exercise, recorded, budget_s: float = 30.0, passing=()
 _CAP = re.compile(r":(clipped|capped)_(\d+)(?:-(\d+))?$")
 
 
-def _extreme_only(exercise, recorded) -> list:
-    """The failing ``(case, result)`` pairs (at most three) when every one has inputs of
-    magnitude 80 or more, its outputs are finite and depend on the inputs: a slip of numerical
-    care that only a cap of the inputs (a reading that changes no small value) may explain."""
-    from mhalib.checks.mutants import (
-        default_expected,
-        degenerate,
-        extreme_inputs_only,
-        only_non_finite_differ,
-        refuses,
-    )
-
-    recorded = [(c, r) for c, r in recorded if not refuses(c)][:3]
-    if not recorded or not default_expected(exercise) or degenerate(recorded) or \
-            only_non_finite_differ(exercise, recorded) or not extreme_inputs_only(recorded):
-        return []
-    return recorded
-
-
 def _one_per_family(fits: list[Reading]) -> list[Reading]:
     """Cap readings of one kind and argument that differ only in the constant (``x`` clipped
     at 500, 700 or 1000: the output cannot tell them apart) as one, which says the range."""
     merged: list[Reading] = []
+    families: dict[tuple[str, str], int] = {}  # (argument, kind) -> its place in merged
     for reading in fits:
         match = _CAP.search(reading.key)
-        same = next((i for i, r in enumerate(merged) if match and _CAP.search(r.key) and
-                     r.key[:_CAP.search(r.key).start()] == reading.key[:match.start()] and
-                     _CAP.search(r.key).group(1) == match.group(1)), None)
-        if same is None:
+        family = (reading.key[:match.start()], match.group(1)) if match else None
+        if family is None or family not in families:
+            if family is not None:
+                families[family] = len(merged)
             merged.append(reading)
             continue
-        name, kind = reading.key[:match.start()], match.group(1)
-        low = int(_CAP.search(merged[same].key).group(2))
+        place = families[family]
+        low = int(_CAP.search(merged[place].key).group(2))
         high = int(match.group(3) or match.group(2))
-        merged[same] = Reading(f"{name}:{kind}_{low}-{high}",
-                               _cap_sentence(name, kind, low, high), reading.edit)
+        name, kind = family
+        merged[place] = Reading(f"{name}:{kind}_{low}-{high}", _cap_sentence(name, kind, low, high),
+                                reading.edit)
     return merged
 
 

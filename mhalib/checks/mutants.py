@@ -102,15 +102,18 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     return flag, lead + " Or: ".join(m.sentence for m in fits) + "."
 
 
-def to_explain(exercise, recorded) -> list:
+def to_explain(exercise, recorded, extreme: bool = False) -> list:
     """The failing ``(case, result)`` pairs (at most three, no refusal cases) that an edit of the
     answer key or of its inputs may explain, or ``[]`` when none should be tried: the expected
     output is not the key's alone, the output ignores its inputs (:func:`degenerate`), or the
     slip is one of numerical care (:func:`only_non_finite_differ`,
-    :func:`extreme_inputs_only`)."""
+    :func:`extreme_inputs_only`). With ``extreme``, the pairs only when every one has inputs of
+    magnitude 80 or more (and finite outputs that depend on them): what only a cap of the
+    inputs, a reading that changes no small value, may explain."""
     recorded = [(c, r) for c, r in recorded if not refuses(c)][:3]
     if not recorded or not default_expected(exercise) or degenerate(recorded) or \
-            only_non_finite_differ(exercise, recorded) or extreme_inputs_only(recorded):
+            only_non_finite_differ(exercise, recorded) or \
+            extreme_inputs_only(recorded) != extreme:
         return []
     return recorded
 
