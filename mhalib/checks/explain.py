@@ -55,8 +55,8 @@ def float_count_problem(received) -> str | None:
         if isinstance(value, (float, np.floating)):
             where = f"[{key!r}]" if key is not None else ""
             return (f"the count{where} {FLOAT_COUNT} {value!r}: FLOP, parameter and byte counts "
-                    "are plain Python ints, and '/', math.pow or a float factor makes a float; "
-                    "use //, ** and int factors")
+                    "are plain Python ints, and '/', math.pow, a float literal (0.0, 2.0) or a "
+                    "float factor makes a float; use //, ** and int literals and factors")
     return None
 
 

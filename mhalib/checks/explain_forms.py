@@ -42,6 +42,8 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
         return shape_reading(e.shape, r.shape, path, named)
     if e.dtype.kind == r.dtype.kind == "b" and e.ndim >= 3 and e.sum() == r.sum():
         return _mask_order(e, r, path, named)
+    if e.dtype.kind == r.dtype.kind == "b":
+        return _constant_mask(e, r, path)
     if e.dtype.kind not in "fiu" or r.dtype.kind not in "fiu":
         return None
     noise, dtype = _rounding(case, r.dtype), r.dtype
@@ -276,6 +278,19 @@ def _mask_order(e, r, path, named):
 
     order = axis_order(e.astype(np.float64), r.astype(np.float64), named)
     return None if order is None else ("form:axis_order", f"{path} {order}.")
+
+
+def _constant_mask(e, r, path):
+    """A boolean output that is one value everywhere where the right one holds both (round Z: a
+    padding mask made with np.ones and only its kept prefix written True)."""
+    if r.size == 0 or r.min() != r.max() or e.min() == e.max():
+        return None
+    value, other = bool(r.flat[0]), not bool(r.flat[0])
+    wrong = int((e != r).sum())
+    return ("form:constant_mask", f"every entry of {path} is {value}, where {wrong} of "
+            f"{e.size} should be {other}: nothing set them {other}. The array may have started "
+            f"all {value} (np.{'ones' if value else 'zeros'}, np.full(..., {value})) with only "
+            f"the entries meant to be {value} written, or a comparison holds for every entry.")
 
 
 def _placement(e, r, path, named):

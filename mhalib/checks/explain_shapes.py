@@ -13,6 +13,10 @@ def _say(value, named):
     return say_size(value, named)
 
 
+_STARTED_WITH_ONE = (", or a result started from one piece (such as x[:, 0], where an empty "
+                     "list belongs) before a loop that adds every piece")
+
+
 def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
     """How a wrong size relates to the right one, when simply: one off, or one factor of a
     product of the case's sizes one off (``4 = num_kv_heads x (n_rep - 1)``); a size the case
@@ -37,7 +41,7 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
                 f"where this one's belongs{off})")
     if abs(got - want) == 1:
         return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
-                "one step off)")
+                f"one step off{_STARTED_WITH_ONE if got > want else ''})")
     if (got == 2 * want or 2 * got == want) and got not in named.values():
         return (f" ({'twice' if got > want else 'half'} as many: one per entry where one per pair "
                 "is meant, or the other way round, or both halves kept where one belongs)")
@@ -59,7 +63,7 @@ def _one_factor_off(got: int, want: int, named: dict[str, int]) -> str:
                         sign = "-" if step < 0 else "+"
                         return (f" ({got} = {first} x ({second} {sign} 1): one {second} too "
                                 f"{'few' if step < 0 else 'many'} for each {first}, a loop or a "
-                                "range one step off)")
+                                f"range one step off{_STARTED_WITH_ONE if step > 0 else ''})")
     return ""
 
 

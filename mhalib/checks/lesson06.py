@@ -186,8 +186,10 @@ class GroupedQueryAttention(TorchExercise):
 
         return [
             WrongAnswer("tiled_groups", "query head h reads K/V group h % num_kv_heads instead of "
-                        "h // (num_heads // num_kv_heads): the K/V heads were tiled (x.repeat) "
-                        "rather than interleaved (repeat_interleave).", variant(tiled=True)),
+                        "h // (num_heads // num_kv_heads): the K/V heads were tiled (x.repeat, "
+                        "np.tile, or an index h % num_kv_heads) rather than interleaved "
+                        "(repeat_interleave, or h // (num_heads // num_kv_heads)).",
+                        variant(tiled=True)),
             WrongAnswer("no_scale", NO_HEAD_SCALE,
                         variant(scale=1.0)),
             WrongAnswer("scale_d_model", "the scores were divided by sqrt(d_model); each head's "

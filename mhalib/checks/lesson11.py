@@ -270,8 +270,9 @@ class PagedAttention(TorchExercise):
 
         return [
             WrongAnswer("tiled_groups", "query head h read K/V head h % G (the K/V heads tiled) "
-                        "instead of h // (H // G): heads of one group are neighbours, so use "
-                        "repeat_interleave, not repeat.", variant(tiled=True)),
+                        "instead of h // (H // G): heads of one group are neighbours (an index "
+                        "h // (H // G), not h % G; repeat_interleave, not repeat or tile).",
+                        variant(tiled=True)),
             WrongAnswer("pages_sorted", "the sequence's pages were read in sorted page-number "
                         "order; a sequence's pages are scattered over the pool in any order, and "
                         "only the block table says which comes first: key t is in page "

@@ -58,8 +58,10 @@ _COMPARE_SWAPS = {
 _UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis", "t", "contiguous",
                       "float", "double", "to")
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
-_REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
+REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
+_INT_LITERAL = ("a float literal makes the count a float wherever it is used: the contract wants "
+                "a plain int")
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
 
 
@@ -107,6 +109,10 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
             if repairing and isinstance(node, ast.Constant) and _in_a_copy(node, parents):
                 alternatives = []  # (one copy reweighted: a term missing, said by the models)
             if repairing:
+                if isinstance(node, ast.Constant) and type(node.value) is float and \
+                        node.value.is_integer() and abs(node.value) < 2 ** 53:
+                    alternatives.insert(0, _hinted(ast.Constant(int(node.value)), _INT_LITERAL))
+                    # (0.0 started a count that the contract wants a plain int)
                 if id(node) in looped:  # overwritten in a loop where it should accumulate
                     alternatives.append(ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()),
                                                       ast.Add(), node.value))
@@ -336,7 +342,7 @@ def _regroupings(node: ast.BinOp):
             seen.add(ast.dump(parsed))
             regrouped = _unmasked(parsed, operands)
             if _number_pairs(regrouped) <= _number_pairs(node):
-                yield _hinted(regrouped, _REGROUPED)
+                yield _hinted(regrouped, REGROUPED)
 
 
 def _number_pairs(tree) -> int:

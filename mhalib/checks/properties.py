@@ -83,5 +83,6 @@ def plain_int(path: str = "the count") -> Property:
                 return f"{path}{where} is the float {value!r}"
         return None
     return Property("plain_int", "FLOP, parameter and byte counts are plain Python ints",
-                    "a '/' or math.pow or a float factor makes a float; use //, ** and int "
-                    "factors (int(...) at the end also works).", broken)
+                    "a '/', math.pow, a float literal (0.0, 2.0) or a float factor makes a "
+                    "float; use //, ** and int literals and factors (int(...) at the end also "
+                    "works).", broken)

@@ -216,6 +216,25 @@ def with_repair(verdict, repair: dict, factor: float | str | None = None):
             f"another factor of the same result.{shows}")
         verdict.flags = sorted(set(verdict.flags) | {"repair"})
         return verdict
+    if _regrouping_beside_a_model(verdict, repair):
+        verdict.diagnosis = (
+            f"{name}: {reading} (One change also makes every case right: "
+            f"{_change({**repair, 'hint': ''})}, the same operands grouped otherwise. Either the "
+            "parentheses are the slip, or that grouping is what you meant and the maths just "
+            "said is.)")
+        verdict.flags = sorted(set(verdict.flags) | {"repair"})
+        return verdict
     verdict.diagnosis = f"{name}: {repair_sentence(repair)}{shows}"
     verdict.flags = sorted(set(verdict.flags) | {"repair"})
     return verdict
+
+
+def _regrouping_beside_a_model(verdict, repair: dict) -> bool:
+    """True when the repair only regroups operands and a mistake model also reproduces the
+    output: the learner may have written the grouping they meant, from the wrong algebra (round
+    Z: ``2 * d_model ** 2`` from N^2 = 2 d^2, mended as ``(2 * d_model) ** 2``)."""
+    from mhalib.checks.mutant_edits import REGROUPED
+
+    return (repair.get("hint") == REGROUPED and "also" not in repair and "either" not in repair
+            and not repair.get("cancels")
+            and any(f.startswith("mistake:") for f in verdict.flags))
