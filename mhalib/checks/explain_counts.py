@@ -313,10 +313,13 @@ _TOKENS = "seq"  # seq_len, max_seq_len: the sizes that count tokens (a causal t
 
 def _ratios(name: str):
     return [
-        (lambda s: (s + 1) / s, f"uses {name} + 1 where {name} belongs (an off-by-one: one "
-                                "more token, row or column than the contract counts)"),
-        (lambda s: (s - 1) / s, f"uses {name} - 1 where {name} belongs (an off-by-one: one "
-                                "token, row or column too few)"),
+        (lambda s: (s + 1) / s, f"uses {name} + 1 where one factor {name} belongs (an "
+                                "off-by-one: one more token, row or column than the contract "
+                                f"counts; where {name} is a factor more than once, only one "
+                                "of them)"),
+        (lambda s: (s - 1) / s, f"uses {name} - 1 where one factor {name} belongs (an "
+                                "off-by-one: one token, row or column too few; where "
+                                f"{name} is a factor more than once, only one of them)"),
         (lambda s: (s + 1) ** 2 / s ** 2, f"uses ({name} + 1)^2 where {name}^2 belongs (an "
                                           "extra row AND column)"),
         (lambda s: (s + 1) / (2 * s), f"counts the causal triangle, {name} ({name} + 1) / 2 "

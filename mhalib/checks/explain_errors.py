@@ -107,7 +107,8 @@ def _matmul(exercise, case, last, line, named):
     shapes = re.search(_MATMUL[1], last)
     if shapes:
         rows_left, inner_left, inner_right, columns_right = (int(g) for g in shapes.groups())
-        odd = _odd_operand(((rows_left, inner_left), (inner_right, columns_right)), named)
+        odd = _odd_operand(((inner_left,), (inner_right,)), named)  # (the sizes that clash;
+        # an outer one can be a flattened batch, B * N, that no size of the case names)
         if odd is not None:
             side, size = odd
             return "matmul", (
@@ -195,10 +196,32 @@ def _broadcast(exercise, case, last, line, named):
                 "maximum, sum or log-sum-exp, an lse passed in) used without its trailing axis "
                 "(x[..., None]), so that its other axes line up against the wrong ones.")
     if numpy_style:
+        same_side = _new_axis_on_the_same_side(numpy_style.group(1))
+        if same_side:
+            return ("broadcast", same_side)
         return ("broadcast", f"two arrays combined element by element have shapes that do not "
                 f"broadcast ({numpy_style.group(1)[:80]}); a keepdims=True, a new axis or a "
                 "transpose is missing.")
     return None
+
+
+def _new_axis_on_the_same_side(shapes_text: str) -> str:
+    """Two shapes (``(1,5) (1,3)``) whose axes of size 1 stand in the same places, and that
+    would broadcast with one of them reversed: each operand got its new axis on the same side,
+    where an outer comparison wants one as a column and the other as a row (round AA:
+    ``arange(n)[None, :] < lengths[None, :]``)."""
+    shapes = [tuple(int(n) for n in re.findall(r"\d+", one))
+              for one in re.findall(r"\(([\d, ]*)\)", shapes_text)]
+    if len(shapes) != 2 or len(shapes[0]) != 2 or len(shapes[1]) != 2:
+        return ""
+    (a, b) = shapes
+    ones_a, ones_b = [n == 1 for n in a], [n == 1 for n in b]
+    if ones_a != ones_b or sum(ones_a) != 1 or a == b:
+        return ""
+    return (f"two arrays combined element by element have shapes {a} and {b}: both have their "
+            "new axis of size 1 on the same side, so their other sizes meet and clash. To pair "
+            "every entry of one with every entry of the other, make one a column and the other "
+            "a row (x[:, None] against y[None, :]).")
 
 
 def _last_block(a: int, b: int, named: dict[str, int]) -> str:
@@ -271,6 +294,16 @@ def _library_mixup(exercise, case, last, line, named):
         if word in numpy_words:
             return ("numpy_keyword_in_torch", f"`{word}=` is numpy's keyword; torch spells it "
                     f"`{numpy_words[word]}=` (e.g. x.amax(dim=-1, keepdim=True)).")
+    if re.search(r"\blinear\(", line) and "mat1 and mat2 shapes cannot be multiplied" in last:
+        return ("linear_layout", "F.linear(x, w) computes x @ w.T: it takes the weight in "
+                "nn.Linear's (out, in) layout, while this course's weights are (d_in, d_out) and "
+                "applied as x @ w. Write x @ w (F.linear(x, w.T) also works).")
+    if "diagonal(" in line and (
+            "diag requires an array of at least two dimensions" in last or
+            "Dimension out of range (expected to be in range of [-1, 0]" in last):
+        return ("diagonal_for_diag", "diagonal() reads the diagonal out of a matrix (2-D at "
+                "least), and the argument here is a vector: to build a diagonal matrix from a "
+                "vector, use np.diag(v) (torch.diag(v), or torch.diag_embed for a batch).")
     if re.search(r"unsupported ScalarType|can't convert (cuda|mps)|Can't call numpy\(\) on "
                  r"Tensor", last):
         return ("numpy_round_trip", "a numpy function was applied to a torch tensor, which "

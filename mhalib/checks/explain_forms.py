@@ -51,7 +51,7 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     return (_nan(case, e, r, path) or _half_values(case, dtype, e, r, path)
             or _triangle(e, r, path) or _diagonal_only(e, r, path)
             or _sign_flipped(e, r, path) or _factor(e, r, path, named, noise)
-            or _placement(e, r, path, named))
+            or _row_factors(e, r, path, noise) or _placement(e, r, path, named))
 
 
 def _not_a_number(e, r, path) -> tuple[str, str] | None:
@@ -278,6 +278,33 @@ def _mask_order(e, r, path, named):
 
     order = axis_order(e.astype(np.float64), r.astype(np.float64), named)
     return None if order is None else ("form:axis_order", f"{path} {order}.")
+
+
+def _row_factors(e, r, path, noise: float = 1e-9):
+    """Each row (along the last axis) the right row times a factor of its own, the factors not
+    all equal (round AA: attention's output taken from the exponentials before they were divided
+    by their row sums)."""
+    if e.ndim < 2 or e.shape[-1] < 2:
+        return None
+    rows_e, rows_r = e.reshape(-1, e.shape[-1]), r.reshape(-1, r.shape[-1])
+    scale = max(1.0, float(np.max(np.abs(e), initial=0.0)))
+    floor = max(1e-6, 10 * noise) * scale
+    factors = []
+    for row_e, row_r in zip(rows_e, rows_r):
+        kept = np.abs(row_e) > floor
+        if kept.sum() < 2:
+            continue
+        factor = float(np.median(row_r[kept] / row_e[kept]))
+        if not np.allclose(row_r, factor * row_e, rtol=1e-3, atol=floor):
+            return None
+        factors.append(factor)
+    if len(factors) < 2 or np.allclose(factors, factors[0], rtol=1e-3) or min(factors) <= 0:
+        return None
+    low, high = min(factors), max(factors)
+    return ("form:row_factors", f"each row of {path} (along its last axis) is the right row "
+            f"times a factor of its own, from {low:.4g} to {high:.4g}: something computed once "
+            "per row was left out or applied where it does not belong, such as the weights used "
+            "before they were divided by their row sums, or divided by another row's sum.")
 
 
 def _constant_mask(e, r, path):

@@ -26,7 +26,8 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
 
     if got == 0:
         return (" (an empty slice or range: its start at or past its stop, such as "
-                "x[..., -d:0], or a count that came out 0)")
+                "x[..., -d:0], or a block taken one past the end by an index counted from 1 "
+                "where 0 belongs, or a count that came out 0)")
     sizes = names_of(got, named)
     if sizes:
         off = (f", or one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
@@ -168,6 +169,12 @@ def shape_reading(want, got, path, named) -> tuple[str, str] | None:
         for n in got:
             if n in gone:
                 gone.remove(n)
+        if len(gone) == 1 and gone[0] == 1:
+            return ("form:shape", f"{path} has shape {got} for {want}: the axis of size "
+                    f"{_say(1, named)} is missing: a squeeze() (np.squeeze, torch.squeeze "
+                    "without a dim) drops every axis of size 1, an index such as x[:, 0] drops "
+                    "the one it picks, and a sum, mean or max without keepdims drops the one it "
+                    "reduces.")
         if len(gone) == 1:
             return ("form:shape", f"{path} has shape {got} for {want}: the axis of size "
                     f"{_say(gone[0], named)} is missing; the separate results along it were "

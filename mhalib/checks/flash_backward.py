@@ -131,6 +131,22 @@ PHYSICAL_N = 4096
 PHYSICAL_LABEL = f"N = {PHYSICAL_N} queries and keys, d = 4, blocks of 64, float64"
 
 
+# (index, name, why) of a gradient that alone is wrong once the keys are split into blocks
+_ONE_GRADIENT_OFF = (
+    (0, "grad_q", "grad_q of a block of queries adds up over every block of keys (grad_q += "
+                  "grad_s_blk @ k_blk * scale): an = where += belongs keeps only the last key "
+                  "block's share; a mean over the blocks, or a share scaled or taken from the "
+                  "wrong keys, counts it wrongly."),
+    (1, "grad_k", "grad_k of a block of keys adds up over every block of queries (grad_k += "
+                  "grad_s_blk^T @ q_blk * scale): an = where += belongs keeps only the last "
+                  "query block's share; a mean over the blocks, or a share scaled or taken from "
+                  "the wrong queries, counts it wrongly."),
+    (2, "grad_v", "grad_v of a block of keys adds up over every block of queries (grad_v += "
+                  "p_blk^T @ grad_out_blk): an = where += belongs keeps only the last query "
+                  "block's share; a mean over the blocks, or a share scaled or taken from the "
+                  "wrong queries, counts it wrongly."),
+)
+
 class FlashAttentionBackward(GradientExercise):
     name = "flash_attention_backward"
     assignment = "12-backward"
@@ -250,6 +266,15 @@ class FlashAttentionBackward(GradientExercise):
                                   *tolerance) is None
                    for got, want in ((grad_k, want_k), (grad_v, want_v)))
 
+    def _only_wrong(self, case, received, which: int) -> bool:
+        """Of the three gradients, only ``received[which]`` differs from the right one."""
+        if not isinstance(received, (tuple, list)) or len(received) != 3:
+            return False
+        tolerance = self.tolerance(case)
+        wrong = [difference(want, got, *tolerance) is not None
+                 for want, got in zip(self.expected_once(case), received)]
+        return wrong == [i == which for i in range(3)]
+
     def _alt_right(self, case, meta) -> bool:
         return "alt_output" in meta and self._alt_problem(case, meta) is None
 
@@ -334,6 +359,12 @@ class FlashAttentionBackward(GradientExercise):
                     "blocks. Loop over range(0, N_k, block_size) and clip each block's end at "
                     "N_k.", lambda case, received, meta: self._last_block_skipped(
                         case, received)),
+            *(Symptom(f"blocks_combined_wrongly_{name}", f"with all the keys in one block the "
+                      f"gradients are right, but split into blocks {name} is wrong while the "
+                      f"other two are right: {why}",
+                      lambda case, received, meta, i=i: (self._only_wrong(case, received, i)
+                                                         and self._alt_right(case, meta)))
+              for i, name, why in _ONE_GRADIENT_OFF),
             Symptom("blocks_combined_wrongly", "with all the keys in one block the gradients "
                     "are right, but split into blocks they are not: a block's share is lost or "
                     "counted wrongly. p = exp(s - lse) needs no rescaling between blocks; "

@@ -114,8 +114,10 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                     alternatives.insert(0, _hinted(ast.Constant(int(node.value)), _INT_LITERAL))
                     # (0.0 started a count that the contract wants a plain int)
                 if id(node) in looped:  # overwritten in a loop where it should accumulate
-                    alternatives.append(ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()),
-                                                      ast.Add(), node.value))
+                    target = node.targets[0]
+                    alternatives.append(ast.AugAssign(
+                        ast.Name(target.id, ast.Store()) if isinstance(target, ast.Name)
+                        else target, ast.Add(), node.value))
                 alternatives += _written_at_the_offset(node, offsets.get(id(node)))
                 alternatives += _rounded_up(node)
                 alternatives += _call_closed_elsewhere(node)

@@ -111,8 +111,16 @@ def build_schema(function, owned=None, repairing=False) -> Schema | None:
         return None
     compiled, mutants = made
     ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != "", any(
-        hasattr(e, edit_nodes.ADDED) for _, e in m.edits)))  # (what a slip left out: last)
+        hasattr(e, edit_nodes.ADDED) for _, e in m.edits), not _accumulates(m)))
+    # (what a slip left out: last; an overwrite made an accumulation: first, few as they are,
+    # since a loop's last statement is otherwise tried after every edit above it, round AA)
     return Schema(compiled, active, ordered, codes, originals)
+
+
+def _accumulates(mutant) -> bool:
+    """True for ``x = ...`` in a loop made ``x += ...`` (:mod:`mhalib.checks.repair_edits`)."""
+    return any(isinstance(node, ast.Assign) and isinstance(new, ast.AugAssign)
+               for node, new in mutant.edits)
 
 
 def _build(function, where, active, counter, codes, depth, seen, owned=None, repairing=False,

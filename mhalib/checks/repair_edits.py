@@ -27,9 +27,9 @@ from mhalib.checks.edit_nodes import (
 
 
 def _loop_assignments(tree: ast.FunctionDef) -> tuple[set[int], dict[int, str]]:
-    """One walk of the function's ``for`` loops: the ``id``s of the plain ``name = ...``
-    statements inside a loop's body, and for each ``x[...] = ...`` statement inside a ``for name
-    in ...`` loop, that loop's variable (the innermost loop's)."""
+    """One walk of the function's ``for`` loops: the ``id``s of the ``name = ...`` and
+    ``x[...] = ...`` statements inside a loop's body, and for each ``x[...] = ...`` statement
+    inside a ``for name in ...`` loop, that loop's variable (the innermost loop's)."""
     assigned, offsets = set(), {}
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For):
@@ -40,9 +40,10 @@ def _loop_assignments(tree: ast.FunctionDef) -> tuple[set[int], dict[int, str]]:
                 continue
             if isinstance(statement.targets[0], ast.Name):
                 assigned.add(id(statement))
-            elif isinstance(statement.targets[0], ast.Subscript) and \
-                    isinstance(loop.target, ast.Name):
-                offsets[id(statement)] = loop.target.id  # (inner loops are walked later)
+            elif isinstance(statement.targets[0], ast.Subscript):
+                assigned.add(id(statement))  # (a block of an accumulator, round AA: dK[k0:k1])
+                if isinstance(loop.target, ast.Name):
+                    offsets[id(statement)] = loop.target.id  # (inner loops are walked later)
     return assigned, offsets
 
 

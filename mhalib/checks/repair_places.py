@@ -62,6 +62,31 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
     return ""
 
 
+def bypassed(tree: ast.FunctionDef | None, mutant, first_line: int) -> str:
+    """When ``mutant`` reads another variable wherever the code reads ``name`` (two reads or
+    more, ``name`` not made from the other): ``name`` is then read nowhere, and the value made
+    for it is the likelier slip, as a phrase; else ``""`` (round AA: ``scores = 2 * (N * D) **
+    2`` mended by reading ``wsum``, which held the right count, at both of its uses)."""
+    swap = getattr(mutant, "swap", None)
+    if tree is None or swap is None or None in swap:
+        return ""
+    name, other = swap
+    reads = [n for n in ast.walk(tree)
+             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    if len(reads) < 2 or len(mutant.edits) < len(reads):
+        return ""
+    made = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign))
+            and any(isinstance(t, ast.Name) and t.id == name
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    if len(made) != 1 or any(isinstance(n, ast.Name) and n.id == other
+                             for n in ast.walk(made[0].value)):
+        return ""
+    text = ast.unparse(made[0])
+    said = f" (`{text}`)" if len(text) <= MAX_SAID // 2 else ""
+    return (f"`{name}` is then read nowhere: the slip is most likely where it is made, line "
+            f"{first_line + made[0].lineno - 1}{said}, and `{other}` holds what it should")
+
+
 def _made_from(tree, mutant, line: int) -> tuple[str, str, list[int]] | None:
     """``(name, other, lines)`` when ``mutant`` reads ``other`` wherever the code reads
     ``name``, and ``name`` was made from ``other`` on ``lines`` before ``line`` (``logits =

@@ -33,6 +33,7 @@ def _checked(repair) -> dict | None:
     texts = {k: repair.get(k) for k in ("function", "old", "new", "hint")}
     texts["elsewhere"] = repair.get("elsewhere", "")  # (records of older versions have none)
     texts["cancels"] = repair.get("cancels", "")
+    texts["bypasses"] = repair.get("bypasses", "")
     numbers = {k: repair.get(k) for k in ("line", "places")}
     which = {k: repair[k] for k in ("occurrence", "of")
              if type(repair.get(k)) is int and 0 < repair[k] <= 20}
@@ -61,6 +62,10 @@ def repair_sentence(repair: dict) -> str:
     if repair.get("cancels"):
         return (f"one change makes every case right, but it is not where the slip is: "
                 f"{_change(repair)}.")
+    if repair.get("bypasses"):
+        return (f"one change makes every case right, but it reads around a value rather than "
+                f"mending it: {_change(repair)}. {repair['bypasses'][0].upper()}"
+                f"{repair['bypasses'][1:]}.")
     if "either" in repair:
         return ("one change makes every case right, in either of two ways (a factor undone at "
                 "one operand may have been slipped at another: mend it where the slip is): "

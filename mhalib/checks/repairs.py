@@ -33,7 +33,7 @@ from mhalib.checks.edit_nodes import HINT
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutants import _alike, _locals_seen
 from mhalib.checks.repair_alternatives import another_operand
-from mhalib.checks.repair_places import SIMPLE_STATEMENTS, elsewhere
+from mhalib.checks.repair_places import SIMPLE_STATEMENTS, bypassed, elsewhere
 
 MAX_TRIES = 3000
 MAX_PLACES = 2  # repairs found in more places than this: none is said
@@ -444,6 +444,7 @@ def _described(schema, mutant, truthful=None) -> dict:
             "old": old_text[:said], "new": new_text[:said], **which,
             "places": len(mutant.edits) if several else 1,
             "hint": next((h for h in hints if any(word in h for word in SAID_HINTS)), ""),
+            "bypasses": bypassed(tree, mutant, first)[:2 * MAX_FRAGMENT],
             "elsewhere": elsewhere(tree, mutant, first,
                                    lambda name: truthful is not None and truthful(
                                        mutant.where, name))[:2 * MAX_FRAGMENT]}

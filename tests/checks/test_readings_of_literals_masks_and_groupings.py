@@ -1,9 +1,9 @@
-"""Readings added after round Z (issue 22), each with a slip written here, apart from the
+"""Readings added after rounds Z and AA (issue 22), each with a slip written here, apart from the
 catalogue that found its kind: a count made a float by an integral float literal (mended as
 its int), a boolean mask that is one value everywhere, an output one piece too wide because a
 result started from one piece before the loop added all of them, a regrouping that mends a
-result a model also reproduces (said as either), and the tiled-groups model naming the index
-as well as the call."""
+result a model also reproduces (said as either), the tiled-groups model naming the index
+as well as the call, rows each off by a factor of their own, and diagonal() of a vector."""
 
 from __future__ import annotations
 
@@ -108,3 +108,128 @@ def test_the_tiled_groups_model_names_the_index_as_well_as_the_call():
     assert not verdict.passed
     assert "mistake:tiled_groups" in verdict.flags, (verdict.flags, verdict.diagnosis)
     assert "h % num_kv_heads" in verdict.diagnosis, verdict.diagnosis
+
+
+def attention_rows_not_normalised(q, k, v):
+    d_k = q.shape[-1]
+    outs, weights = [], []
+    for row in q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k):  # one query's scores at a time
+        unnormalised = np.exp(row - row.max(axis=-1, keepdims=True))
+        outs.append(unnormalised @ v)  # before the division by the row sum
+        weights.append(unnormalised / unnormalised.sum(axis=-1, keepdims=True))
+    return np.stack(outs), np.stack(weights)
+
+
+def test_rows_each_off_by_their_own_factor_are_read():
+    verdict = judged("attention", attention_rows_not_normalised)
+    assert not verdict.passed
+    assert "form:row_factors" in verdict.flags, (verdict.flags, verdict.diagnosis)
+    assert "divided by their row sums" in verdict.diagnosis, verdict.diagnosis
+
+
+def jacobian_with_the_diagonal_method(p):
+    return p.diagonal() - np.outer(p, p)  # reads a diagonal where np.diag builds one
+
+
+def test_diagonal_of_a_vector_says_diag_builds_the_matrix():
+    verdict = judged("softmax_jacobian", jacobian_with_the_diagonal_method)
+    assert not verdict.passed
+    assert "raised:diagonal_for_diag" in verdict.flags, (verdict.flags, verdict.diagnosis)
+    assert "np.diag(v)" in verdict.diagnosis, verdict.diagnosis
+
+
+def flops_counted_then_read_around(seq_len, d_model):
+    n, d = seq_len, d_model
+    scores = (n * d) ** 2 * 2  # d squared as well, where 2 n^2 d belongs
+    weighted = 2 * n * n * d
+    projections = 6 * n * d * d
+    output = 2 * n * d * d
+    return {"qkv_projections": projections, "scores": scores, "weighted_sum": weighted,
+            "output_projection": output, "total": projections + scores + weighted + output}
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_repair_that_reads_another_variable_everywhere_says_where_the_value_is_made():
+    repair, verdict = repaired("mha_flops", flops_counted_then_read_around)
+    assert not verdict.passed
+    assert repair is not None and repair["old"] == "scores" and repair["new"] == "weighted", \
+        repair
+    assert "reads around a value" in verdict.diagnosis, verdict.diagnosis
+    assert "most likely where it is made" in verdict.diagnosis, verdict.diagnosis
+
+
+def gqa_with_functional_linear(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    b, n, d_model = x.shape
+    d = d_model // num_heads
+    q = torch.nn.functional.linear(x, w_q).reshape(b, n, num_heads, d).transpose(1, 2)
+    k = torch.nn.functional.linear(x, w_k).reshape(b, n, num_kv_heads, d).transpose(1, 2)
+    v = torch.nn.functional.linear(x, w_v).reshape(b, n, num_kv_heads, d).transpose(1, 2)
+    rep = num_heads // num_kv_heads
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return torch.nn.functional.linear(out.transpose(1, 2).reshape(b, n, d_model), w_o)
+
+
+def test_functional_linear_with_the_course_layout_names_the_transpose():
+    verdict = judged("grouped_query_attention", gqa_with_functional_linear)
+    assert not verdict.passed
+    assert "raised:linear_layout" in verdict.flags, (verdict.flags, verdict.diagnosis)
+
+
+def padding_both_rows(lengths, n):
+    positions = np.arange(n).reshape(1, -1)
+    return (positions < np.asarray(lengths).reshape(1, -1))[:, None, None, :]  # both rows
+
+
+def test_two_rows_compared_say_one_must_be_a_column():
+    verdict = judged("padding_mask", padding_both_rows)
+    assert not verdict.passed
+    assert "on the same side" in verdict.diagnosis, verdict.diagnosis
+
+
+def split_heads_squeezed(x, num_heads):
+    b, n, d_model = x.shape
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+    heads = x.reshape(b, n, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+    return np.squeeze(heads)  # drops B, H or N when it is 1
+
+
+def test_an_axis_of_one_missing_names_squeeze_among_its_causes():
+    verdict = judged("split_heads", split_heads_squeezed)
+    assert not verdict.passed
+    assert "squeeze()" in verdict.diagnosis, verdict.diagnosis
+
+
+def flash_backward_grad_v_assigned(q, k, v, out, lse, grad_out, block_size=64, causal=False):
+    ct = torch.promote_types(q.dtype, torch.float32)
+    q, k, v, out, grad_out = (t.to(ct) for t in (q, k, v, out, grad_out))
+    lse = lse.to(ct)
+    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    scale = 1 / math.sqrt(d)
+    delta = (grad_out * out).sum(-1, keepdim=True)  # (..., N_q, 1)
+    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    safe_lse = torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)[..., None]
+    for i in range(0, n_q, block_size):  # queries outside, keys inside
+        rows = slice(i, min(i + block_size, n_q))
+        for j in range(0, n_k, block_size):
+            cols = slice(j, min(j + block_size, n_k))
+            s = q[..., rows, :] @ k[..., cols, :].mT * scale
+            if causal:
+                qi = torch.arange(rows.start, rows.stop)[:, None] + n_k - n_q
+                s = s.masked_fill(torch.arange(cols.start, cols.stop)[None, :] > qi, -math.inf)
+            p = torch.exp(s - safe_lse[..., rows, :])
+            p = torch.where(torch.isinf(lse[..., rows, None]), torch.zeros_like(p), p)
+            grad_v[..., cols, :] = p.mT @ grad_out[..., rows, :]  # = where += belongs
+            grad_s = p * (grad_out[..., rows, :] @ v[..., cols, :].mT - delta[..., rows, :])
+            grad_q[..., rows, :] += grad_s @ k[..., cols, :] * scale
+            grad_k[..., cols, :] += grad_s.mT @ q[..., rows, :] * scale
+    return tuple(g.to(t.dtype) for g, t in ((grad_q, q), (grad_k, k), (grad_v, v)))
+
+
+def test_one_gradient_wrong_once_split_into_blocks_is_named():
+    verdict = judged("flash_attention_backward", flash_backward_grad_v_assigned)
+    assert not verdict.passed
+    assert "mistake:blocks_combined_wrongly_grad_v" in verdict.flags, \
+        (verdict.flags, verdict.diagnosis)
+    assert "an = where += belongs" in verdict.diagnosis, verdict.diagnosis

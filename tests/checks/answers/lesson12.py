@@ -620,7 +620,7 @@ WRONG = {
         "no_scale_in_backward": fb_gradients_without_scale,
         "grad_q_unscaled": fb_dq_without_scale,
         "grad_k_unscaled": fb_dk_without_scale,
-        "blocks_combined_wrongly": fb_dq_averaged_over_blocks,
+        "blocks_combined_wrongly_grad_q": fb_dq_averaged_over_blocks,
         "depends_on_block_size": fb_one_block_shortcut_unscaled,
     },
 }
