@@ -107,8 +107,10 @@ def explain_failures(exercise, cases, results, failures, quick: bool = False,
 
         return input_edit_diagnosis(exercise, recorded, budget / 2, passing=passing)
 
+    from mhalib.checks.explain_pairs import from_other_weights
+
     for step in (_from_tuple_order, from_search, _from_count_terms, from_mutants,
-                 from_input_edits, _from_readbacks, _from_properties):
+                 from_input_edits, from_other_weights, _from_readbacks, _from_properties):
         if until is not None and time.perf_counter() > until:
             break
         try:

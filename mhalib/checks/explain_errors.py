@@ -239,6 +239,18 @@ def _last_block(a: int, b: int, named: dict[str, int]) -> str:
                         f"shorter, and something sized by {name} (arange(start, start + "
                         f"{name}), a mask or a buffer of {name}) must take the block's own "
                         f"length, min(start + {name}, {length_name}) - start.")
+    for name, size in named.items():  # the last block's end against the length itself
+        if not name.endswith("_size") or not isinstance(size, int) or size < 2:
+            continue
+        for length_name, length in named.items():
+            if not isinstance(length, int) or length % size == 0 or length not in (a, b):
+                continue
+            end = -(-length // size) * size  # (where the last block ends unclipped)
+            if {a, b} == {end, length}:
+                return (f"{end} is where the last block ends, {end - size} + {name} = "
+                        f"{end - size} + {size}, past {length_name} = {length}: the last block "
+                        f"was given a full {name} of positions; clip its end, "
+                        f"min(start + {name}, {length_name}).")
     return ""
 
 

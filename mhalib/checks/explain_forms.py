@@ -39,6 +39,12 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     if not isinstance(e, np.ndarray) or not isinstance(r, np.ndarray):
         return None
     if e.shape != r.shape:
+        unchanged = _an_input_returned(exercise, case, r)
+        if unchanged:
+            return ("form:input_returned", f"{path} is the argument {unchanged} itself, "
+                    f"unchanged (shape {r.shape} where {e.shape} belongs): it came back as it "
+                    "is, from an early return, a result computed but not returned or not "
+                    "assigned, or a repeat or expand of 1.")
         return shape_reading(e.shape, r.shape, path, named)
     if e.dtype.kind == r.dtype.kind == "b" and e.ndim >= 3 and e.sum() == r.sum():
         return _mask_order(e, r, path, named)
@@ -54,6 +60,28 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
             or _row_factors(e, r, path, noise) or _placement(e, r, path, named))
 
 
+def _an_input_returned(exercise, case, received) -> str:
+    """The name of an array argument of ``case`` that ``received`` equals exactly (its shape and
+    every value), or ''."""
+    import inspect
+
+    from mhalib.checks.answer_key import answer_key
+
+    try:
+        names = list(inspect.signature(answer_key(exercise.name)).parameters)
+    except Exception:
+        return ""
+    for name, value in zip(names, case.args):
+        try:
+            given = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError, RuntimeError):
+            continue
+        if given.ndim >= 2 and given.shape == received.shape and np.array_equal(
+                given, np.asarray(received, dtype=np.float64), equal_nan=True):
+            return name
+    return ""
+
+
 def _not_a_number(e, r, path) -> tuple[str, str] | None:
     """A number expected and None returned (a path with no return: a search that found
     nothing), or its parts returned side by side (round P)."""
@@ -62,9 +90,16 @@ def _not_a_number(e, r, path) -> tuple[str, str] | None:
                 "on a path with no return statement (a search loop that never met its answer, "
                 "for instance because range()'s end is exclusive and stops one short, or a "
                 "return missing after the loop).")
-    if isinstance(r, (tuple, list)) and 1 < len(r) <= 8 and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in r) and math.isclose(
-            sum(r), e, rel_tol=1e-9, abs_tol=1e-12):
+    numbers = isinstance(r, (tuple, list)) and 1 < len(r) <= 8 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+    if numbers and any(math.isclose(x, e, rel_tol=1e-9, abs_tol=1e-12) for x in r):
+        others = [x for x in r if not math.isclose(x, e, rel_tol=1e-9, abs_tol=1e-12)]
+        return ("form:several", f"{path} is a {type(r).__name__} of {len(r)} numbers, and the "
+                f"right {e!r} is one of them (beside {', '.join(repr(x) for x in others[:3])}): "
+                "several candidates were returned where one number belongs, such as both "
+                "roots of an equation or every value a loop met; return only the one the "
+                "contract asks for.")
+    if numbers and math.isclose(sum(r), e, rel_tol=1e-9, abs_tol=1e-12):
         return ("form:parts", f"{path} is a {type(r).__name__} of {len(r)} numbers that add up "
                 f"to the right {e!r}: the parts were returned side by side; return their sum, "
                 "one number.")

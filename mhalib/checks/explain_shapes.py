@@ -213,7 +213,7 @@ def shape_reading(want, got, path, named) -> tuple[str, str] | None:
                  else
                  f"axis {i} has {got[i]} where it should have {_say(want[i], named)}"
                  + _size_relation(got[i], want[i], named) for i in wrong]
-        same = int(np.prod(got)) == int(np.prod(want))
+        same = int(np.prod(got)) == int(np.prod(want)) > 0
         return ("form:shape", f"{path} has shape {got} for {want}: " + "; ".join(parts)
                 + (" (the same number of values: a reshape used the sizes in the wrong order, "
                    "x.shape was unpacked in the wrong order, or a split, stack or concatenation "

@@ -11,6 +11,8 @@ import os
 import time
 from collections import Counter
 
+import numpy as np
+
 from mhalib.checks.encoding import EncodingError, decode
 from mhalib.checks.exercise import Refusal
 from mhalib.checks.explain import explain_failures
@@ -78,6 +80,9 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             dtype_only.append(failures.pop())  # right values: nothing for a model to read
             recorded_failures -= 1
             continue
+        if _no_values(result.get("output")):  # (any model of the right shape reproduces it:
+            detections.append([])  # round AB, x returned as it is, read as copies along N = 0)
+            continue
         refusing = bool(getattr(case, "must_raise", ""))
         detected = [m.name for m in mistakes if isinstance(m, Refusal) == refusing
                     and not clock.late() and clock.timed(m.detect, exercise, case,
@@ -107,6 +112,12 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
                                suite, until)
     verdict.diagnosis += f" Also, {said}." if said else ""
     return verdict
+
+
+def _no_values(output) -> bool:
+    """True for an output that is one array, or a tuple of them, with no entries at all."""
+    parts = output if isinstance(output, (tuple, list)) else (output,)
+    return bool(parts) and all(isinstance(p, np.ndarray) and p.size == 0 for p in parts)
 
 
 def _dtype_problem(exercise, case, result) -> str | None:

@@ -23,7 +23,9 @@ def _softmax_rows(case, received):
 
 SOFTMAX_SUMS = Property("sums_to_one", "every slice along `axis` of a softmax sums to 1",
                         "the division is not by this slice's sum of the exponentials: a sum "
-                        "over another axis (or over everything), a mean or a max in its place, "
+                        "over another axis (or over everything), a sum that lost its axis and "
+                        "was put back along another one (s[..., None] puts it last, whatever "
+                        "`axis` was), a mean or a max in its place, "
                         "a numerator and a denominator shifted differently, or a numerator "
                         "that is not the exponentials summed (the exp left out).",
                         _softmax_rows)

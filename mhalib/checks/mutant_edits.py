@@ -60,6 +60,8 @@ _UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis",
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
 REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
+SHORTCUT_DROPPED = ("that is, without the early return: where it fires, it returns what the "
+                    "contract does not want")
 _INT_LITERAL = ("a float literal makes the count a float wherever it is used: the contract wants "
                 "a plain int")
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
@@ -96,6 +98,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
     looped, offsets = _loop_assignments(tree) if repairing else (set(), {})
     parents = parents_of(tree)
     loops = _loop_spans(tree)
+    shortcuts = _early_return_tests(tree) if repairing else {}
     for statement in roots:
         pending = [statement]
         while pending:
@@ -108,6 +111,11 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                 alternatives += list(_regroupings(node))  # (a whole expression's parentheses)
             if repairing and isinstance(node, ast.Constant) and _in_a_copy(node, parents):
                 alternatives = []  # (one copy reweighted: a term missing, said by the models)
+            if repairing and shortcuts.get(id(node)) == "inside" and isinstance(node,
+                                                                              ast.Constant):
+                alternatives = []  # (x.numel() == 1 for == 0: a shortcut made never to fire)
+            if repairing and shortcuts.get(id(node)) == "test":
+                alternatives.insert(0, _hinted(ast.Constant(False), SHORTCUT_DROPPED))
             if repairing:
                 if isinstance(node, ast.Constant) and type(node.value) is float and \
                         node.value.is_integer() and abs(node.value) < 2 ** 53:
@@ -135,6 +143,19 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                 pending.extend(a for a in node.args if not isinstance(a, ast.Constant))
             else:
                 pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _early_return_tests(tree: ast.FunctionDef) -> dict[int, str]:
+    """``id -> "test"`` for the condition of each ``if ...: return ...`` shortcut (no else) and
+    ``id -> "inside"`` for every node within it."""
+    found: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and not node.orelse and node.body and \
+                isinstance(node.body[-1], ast.Return):
+            for inner in ast.walk(node.test):
+                found[id(inner)] = "inside"
+            found[id(node.test)] = "test"
     return found
 
 

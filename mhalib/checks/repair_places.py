@@ -44,6 +44,12 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
     statement = _statement_at(tree, line)
     if statement is None:
         return ""
+    signed = _sign_made_upstream(tree, mutant, statement)
+    if signed:
+        name, at = signed
+        return (f"or negate `{name}` where it is made, line {first_line + at - 1}, if its sign "
+                "is the slip there: a sign can be undone where a value is made or where it is "
+                "used")
     used = _used_later(tree, statement)
     if used and truthful(used[0]):
         name, at = used
@@ -85,6 +91,30 @@ def bypassed(tree: ast.FunctionDef | None, mutant, first_line: int) -> str:
     said = f" (`{text}`)" if len(text) <= MAX_SAID // 2 else ""
     return (f"`{name}` is then read nowhere: the slip is most likely where it is made, line "
             f"{first_line + made[0].lineno - 1}{said}, and `{other}` holds what it should")
+
+
+def _sign_made_upstream(tree, mutant, statement) -> tuple[str, int] | None:
+    """``(name, line)`` when ``mutant`` only flips a sign (``+`` and ``-`` swapped, or a unary
+    minus dropped) of an operand holding a variable that one earlier statement of the function
+    made: the sign may be wrong where that variable is made (round AB: rotate_half built as
+    cat(x2, -x1), mended as ``- rotated * sin`` where ``+`` stood)."""
+    if len(mutant.edits) != 1:
+        return None
+    node, new = mutant.edits[0]
+    if isinstance(node, ast.BinOp) and isinstance(new, ast.BinOp) and \
+            {type(node.op), type(new.op)} == {ast.Add, ast.Sub} and new.right is node.right:
+        operand = node.right
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+            new is node.operand:
+        operand = node.operand
+    else:
+        return None
+    for name in (n.id for n in ast.walk(operand) if isinstance(n, ast.Name)):
+        made = [a for a in ast.walk(tree) if isinstance(a, ast.Assign) and len(a.targets) == 1
+                and isinstance(a.targets[0], ast.Name) and a.targets[0].id == name]
+        if len(made) == 1 and made[0].lineno < statement.lineno:
+            return name, made[0].lineno
+    return None
 
 
 def _made_from(tree, mutant, line: int) -> tuple[str, str, list[int]] | None:

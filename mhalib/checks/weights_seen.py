@@ -273,7 +273,8 @@ def _scale_problem(heads, weights, names) -> tuple[str, str] | None:
 
 def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
     """When this head's values do not explain its output but another value set does: the
-    sentence whose value set explains the most such heads (all of them when it can)."""
+    sentence whose value set explains the most such heads (all of them when it can), provided
+    the value sets explain more than half of those heads."""
     misfits = [head for head, read in zip(heads, weights_or_none)
                if read is None or read[1] > FIT]
     votes: dict[str, list] = {}
@@ -282,8 +283,9 @@ def _values_problem(heads, weights_or_none) -> tuple[str, str] | None:
             other = read_weights(head.out, values)
             if other is not None and other[1] <= FIT and _softmax_like(other[0], head, keys):
                 votes.setdefault(sentence, []).append(head.label)
-    if not votes:
-        return None
+    explained = {label for labels in votes.values() for label in labels}
+    if not votes or 2 * len(explained) <= len(misfits):
+        return None  # (one head of four read as a slip: a coincidence of that head, round AB)
     sentence, labels = max(votes.items(), key=lambda item: len(item[1]))
     return "weights:values", f"{sentence} ({labels[0]})"
 

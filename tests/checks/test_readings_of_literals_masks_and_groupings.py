@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.explain_forms import _row_factors
 from mhalib.checks.probe import probe
 from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
 
@@ -122,9 +123,14 @@ def attention_rows_not_normalised(q, k, v):
 
 def test_rows_each_off_by_their_own_factor_are_read():
     verdict = judged("attention", attention_rows_not_normalised)
-    assert not verdict.passed
-    assert "form:row_factors" in verdict.flags, (verdict.flags, verdict.diagnosis)
-    assert "divided by their row sums" in verdict.diagnosis, verdict.diagnosis
+    assert not verdict.passed  # (read first as an output from other weights than returned)
+    assert "form:out_from_other_weights" in verdict.flags, (verdict.flags, verdict.diagnosis)
+    assert "before their division by the row sums" in verdict.diagnosis, verdict.diagnosis
+    right = np.arange(1.0, 13.0).reshape(3, 4)  # (N, d_v)
+    found = _row_factors(right, right * np.array([[1.5], [2.0], [3.25]]), "the output")
+    assert found is not None and found[0] == "form:row_factors", found
+    assert "from 1.5 to 3.25" in found[1], found
+    assert _row_factors(right, right * 2.0, "the output") is None  # (one factor: said elsewhere)
 
 
 def jacobian_with_the_diagonal_method(p):
