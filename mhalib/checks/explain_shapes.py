@@ -40,6 +40,12 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
                       if split else "")  # (round Y: N / H = 2 = H, tokens split by heads)
         return (f" ({got} is {' = '.join(sizes[:2])}: another tensor's or axis's size, read "
                 f"where this one's belongs{off})")
+    shorter = [name for name, value in named.items() if value == got + 1 and value > 2]
+    if shorter and abs(got - want) != 1:  # (round AC: torch.diagonal over the first two axes)
+        return (f" ({got} = {shorter[0]} - 1: the length of a diagonal just off the main one of "
+                f"a square of {shorter[0]} (np.diagonal and torch.diagonal take the first two "
+                "axes unless axis1/axis2 or dim1/dim2 say otherwise), or a slice or a range one "
+                "short)")
     if abs(got - want) == 1:
         return (f" (one {'too many' if got > want else 'too few'}: a loop, a range or a slice "
                 f"one step off{_STARTED_WITH_ONE if got > want else ''})")

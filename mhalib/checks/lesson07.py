@@ -252,8 +252,8 @@ class MergeAttentionStates(TorchExercise):
                     "NaN, whether it is a shift by max(lse_a, lse_b), lse_a - lse_b inside a "
                     "sigmoid, or a softmax over the pair; or the shift is guarded but the "
                     "division by the row's sum of weights, 0 there, is not (0 / 0). Such a row "
-                    "needs a guard: it gets out = 0 and lse = -inf (e.g. shift by 0 where the "
-                    "max is -inf).",
+                    "needs a guard: it gets out = 0 and lse = -inf (shift by 0 where the max "
+                    "is -inf, and divide only where the sum of weights is above 0).",
                     lambda case, received, meta: self._nan_only_where_both_empty(case,
                                                                                  received)),
         ]

@@ -57,11 +57,15 @@ _COMPARE_SWAPS = {
 }
 _UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis", "t", "contiguous",
                       "float", "double", "to")
+# library functions taken for one another (round AC: log1p as "a stable log", where log(x)
+# belongs; log1p(x) is log(1 + x))
+_LOOKALIKES = {"log": ("log1p",), "log1p": ("log",), "exp": ("expm1",), "expm1": ("exp",),
+               "logaddexp": ("logaddexp2",), "logaddexp2": ("logaddexp",)}
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
 REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
               "before `*` and `/`, and those before `+` and `-`)")
-SHORTCUT_DROPPED = ("that is, without the early return: where it fires, it returns what the "
-                    "contract does not want")
+SHORTCUT_DROPPED = ("that is, without the early return: on the failing cases it fires and "
+                    "returns what the contract does not want there")
 _INT_LITERAL = ("a float literal makes the count a float wherever it is used: the contract wants "
                 "a plain int")
 _SQUARED = "a constant squared along with a size, as `(4 * d) ** 2` is 16 d^2, not 4 d^2"
@@ -315,6 +319,10 @@ def _call_edits(node: ast.Call):
         swapped = list(node.args)
         swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
         yield ast.Call(node.func, swapped, node.keywords)
+    if isinstance(node.func, ast.Attribute):  # (torch.log, np.log, x.log(), math.log)
+        for other in _LOOKALIKES.get(node.func.attr, ()):
+            yield ast.Call(ast.Attribute(node.func.value, other, ast.Load()), node.args,
+                           node.keywords)
 
 
 def _slice_edits(node: ast.Subscript):

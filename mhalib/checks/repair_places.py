@@ -44,6 +44,13 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
     statement = _statement_at(tree, line)
     if statement is None:
         return ""
+    twin = _made_a_twin(tree, mutant, statement)
+    if twin:
+        name, other, at = twin
+        where = ", ".join(str(first_line + n - 1) for n in at)
+        return (f"or leave that line and read `{other}` where `{name}` is used, "
+                f"line{'s' if len(at) > 1 else ''} {where}, if `{name}` should hold what it "
+                "holds now")
     signed = _sign_made_upstream(tree, mutant, statement)
     if signed:
         name, at = signed
@@ -91,6 +98,38 @@ def bypassed(tree: ast.FunctionDef | None, mutant, first_line: int) -> str:
     said = f" (`{text}`)" if len(text) <= MAX_SAID // 2 else ""
     return (f"`{name}` is then read nowhere: the slip is most likely where it is made, line "
             f"{first_line + made[0].lineno - 1}{said}, and `{other}` holds what it should")
+
+
+def _made_a_twin(tree, mutant, statement) -> tuple[str, str, list[int]] | None:
+    """``(name, other, lines)`` when ``mutant`` makes one name of an unpacking (``n, d =
+    x.shape[-2], x.shape[-1]``) hold what another of its names holds (``x.shape[-1]``): the
+    uses of ``name`` (``lines``) may be the slip instead, reading ``other`` there (round AC:
+    the exponent divided by ``n`` where ``d`` belongs, mended as ``n = x.shape[-1]``)."""
+    if len(mutant.edits) != 1 or not isinstance(statement, ast.Assign) or \
+            len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Tuple) or \
+            not isinstance(statement.value, ast.Tuple):
+        return None
+    names, values = statement.targets[0].elts, statement.value.elts
+    node, new = mutant.edits[0]
+    if len(names) != len(values) or not all(isinstance(n, ast.Name) for n in names):
+        return None
+    for i, value in enumerate(values):
+        if not any(_same_node(inner, node) for inner in ast.walk(value)):
+            continue  # (the mutant's nodes are the schema's copy of the learner's code)
+        edited = ast.unparse(value).replace(ast.unparse(node), ast.unparse(new), 1)
+        for j, twin in enumerate(values):
+            if j != i and ast.unparse(twin) == edited:
+                reads = sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name)
+                                and n.id == names[i].id and isinstance(n.ctx, ast.Load)
+                                and n.lineno > statement.lineno})
+                return (names[i].id, names[j].id, reads[:3]) if reads else None
+    return None
+
+
+def _same_node(a: ast.AST, b: ast.AST) -> bool:
+    """``a`` and ``b`` are the same node of two parses of one code: at one place, alike."""
+    return getattr(a, "lineno", None) == getattr(b, "lineno", -1) and getattr(
+        a, "col_offset", None) == getattr(b, "col_offset", -1) and ast.dump(a) == ast.dump(b)
 
 
 def _sign_made_upstream(tree, mutant, statement) -> tuple[str, int] | None:

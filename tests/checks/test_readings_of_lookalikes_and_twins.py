@@ -1,0 +1,81 @@
+"""Readings added after round AC (issue 22), each with a slip written here, apart from the
+catalogue that found its kind: a library function taken for its look-alike (log1p for log), an
+unpacking mended by making one name hold what another holds (the use offered instead), a size
+one short of a square's side (an off-diagonal), and a tuple read at the part that is wrong
+beyond the case's tolerance, not at a part only rounded otherwise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.explain_forms import _first_difference
+from mhalib.checks.explain_shapes import shape_reading
+from mhalib.checks.probe import probe
+from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
+
+
+def judged(exercise: str, func, seed: int = 1):
+    checker = get_exercise(exercise)
+    return judge_record(exercise, probe(checker, func, seed, "grading"), seed)
+
+
+def merge_states_with_log1p(out_a, lse_a, out_b, lse_b):
+    ct = torch.promote_types(out_a.dtype, torch.float32)
+    a, b = lse_a.to(ct), lse_b.to(ct)
+    top = torch.maximum(a, b)
+    top = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+    wa, wb = torch.exp(a - top), torch.exp(b - top)
+    total = wa + wb
+    safe = torch.where(total > 0, total, torch.ones_like(total))
+    out = (wa[..., None] * out_a.to(ct) + wb[..., None] * out_b.to(ct)) / safe[..., None]
+    lse = torch.where(total > 0, top + torch.log1p(total), torch.full_like(total, -math.inf))
+    return out.to(out_a.dtype), lse.to(lse_a.dtype)  # log1p(t) is log(1 + t), not log(t)
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_look_alike_library_function_is_named():
+    repair, verdict = repaired("merge_attention_states", merge_states_with_log1p)
+    assert not verdict.passed
+    assert repair is not None and "torch.log(" in repair["new"], (repair, verdict.diagnosis)
+    assert "log1p" in repair["old"], repair
+
+
+def rope_angles_over_the_tokens(x, positions, base=10000.0):
+    tokens, width = x.shape[-2], x.shape[-1]
+    if width % 2:
+        raise ValueError(f"head_dim={width} must be even")
+    half = width // 2
+    inv = base ** (-torch.arange(0, half, dtype=torch.float64) * 2 / tokens)  # width belongs
+    angles = positions.double()[:, None] * inv[None, :]  # (N, d/2)
+    cos, sin = angles.cos().float(), angles.sin().float()
+    first, second = x[..., :half].float(), x[..., half:].float()
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], -1).to(x.dtype)
+
+
+@pytest.mark.usefixtures("searching")
+def test_an_unpacking_mended_into_twins_offers_the_use_instead():
+    repair, verdict = repaired("apply_rope", rope_angles_over_the_tokens)
+    assert not verdict.passed
+    assert repair is not None, verdict.diagnosis
+    assert "read `width` where `tokens` is used" in verdict.diagnosis, verdict.diagnosis
+
+
+def test_a_size_one_short_of_a_side_names_an_off_diagonal():
+    named = {"weights.shape[0]": 5, "weights.shape[1]": 12, "weights.shape[2]": 12}
+    found = shape_reading((5,), (11,), "the output", named)
+    assert found is not None and "a diagonal just off the main one" in found[1], found
+    assert "11 = weights.shape[1] - 1" in found[1], found
+
+
+def test_a_tuple_is_read_where_it_is_wrong_beyond_the_tolerance():
+    right = (np.ones((2, 3)), np.zeros(2))
+    rounded = (np.ones((2, 3)) * (1 + 2e-3), np.full(2, 0.5))  # output[0] only rounded
+    path, _, _ = _first_difference(right, rounded, "the output", (1e-2, 1e-3))
+    assert path == "the output[1]", path
+    path, _, _ = _first_difference(right, rounded, "the output")  # (the tight default)
+    assert path == "the output[0]", path
