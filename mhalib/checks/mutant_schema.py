@@ -110,11 +110,30 @@ def build_schema(function, owned=None, repairing=False) -> Schema | None:
     if made is None:
         return None
     compiled, mutants = made
-    ordered = sorted(mutants, key=lambda m: (m.swap is not None, m.where != "", any(
-        hasattr(e, edit_nodes.ADDED) for _, e in m.edits), not _accumulates(m)))
+    siblings = {where: _sibling_pairs(_parsed(function)) for where, function in
+                originals.items()}
+    ordered = sorted(mutants, key=lambda m: (
+        m.swap is not None and frozenset(m.swap) not in siblings.get(m.where, ()),
+        m.where != "", any(hasattr(e, edit_nodes.ADDED) for _, e in m.edits),
+        not _accumulates(m)))
+    # (a mix-up of siblings, k for q, is tried where its place comes: round AC's grad_k read
+    # from k came after the 800 tries a grader makes)
     # (what a slip left out: last; an overwrite made an accumulation: first, few as they are,
     # since a loop's last statement is otherwise tried after every edit above it, round AA)
     return Schema(compiled, active, ordered, codes, originals)
+
+
+def _sibling_pairs(tree: ast.FunctionDef | None) -> set[frozenset]:
+    """The pairs of names made side by side: the function's parameters, the names of one
+    unpacking (``q_, k_, v_ = ...``), each pair once."""
+    if tree is None:
+        return set()
+    groups = [[a.arg for a in tree.args.args + tree.args.kwonlyargs]]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Tuple):
+            groups.append([n.id for n in node.targets[0].elts if isinstance(n, ast.Name)])
+    return {frozenset((a, b)) for group in groups for a in group for b in group if a != b}
 
 
 def _accumulates(mutant) -> bool:

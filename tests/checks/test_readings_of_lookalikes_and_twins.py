@@ -15,6 +15,7 @@ import torch
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.explain_forms import _first_difference
 from mhalib.checks.explain_shapes import shape_reading
+from mhalib.checks.mutant_schema import build_schema
 from mhalib.checks.probe import probe
 from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
 
@@ -79,3 +80,34 @@ def test_a_tuple_is_read_where_it_is_wrong_beyond_the_tolerance():
     assert path == "the output[1]", path
     path, _, _ = _first_difference(right, rounded, "the output")  # (the tight default)
     assert path == "the output[0]", path
+
+
+def backward_with_keys_for_queries(q, k, v, grad_out, causal=False):
+    ct = torch.promote_types(q.dtype, torch.float32)
+    qq, kk, vv, gg = (t.to(ct) for t in (q, k, v, grad_out))
+    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    s = qq @ kk.mT / math.sqrt(d)
+    if causal:
+        s = s.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q), -math.inf)
+    top = s.amax(-1, keepdim=True)
+    e = torch.exp(s - torch.where(torch.isinf(top), torch.zeros_like(top), top))
+    total = e.sum(-1, keepdim=True)
+    p = e / torch.where(total > 0, total, torch.ones_like(total))
+    grad_p = gg @ vv.mT
+    grad_s = p * (grad_p - (grad_p * p).sum(-1, keepdim=True))
+    grad_q = grad_s @ kk / math.sqrt(d)
+    grad_k = grad_s.mT @ kk / math.sqrt(d)  # the keys again, where the queries belong
+    return grad_q.to(q.dtype), grad_k.to(k.dtype), (p.mT @ gg).to(v.dtype)
+
+
+def test_a_sibling_read_for_another_in_one_place_is_found_and_tried_early():
+    verdict = judged("attention_backward", backward_with_keys_for_queries)
+    assert not verdict.passed
+    assert "mutant:" in " ".join(verdict.flags), (verdict.flags, verdict.diagnosis)
+    assert "computed as" in verdict.diagnosis, verdict.diagnosis
+    schema = build_schema(backward_with_keys_for_queries, repairing=True)
+    order = [m.swap for m in schema.mutants]
+    sibling = order.index(("kk", "qq"))  # (one unpacking made both)
+    stranger = order.index(("kk", "grad_p"))
+    assert sibling < stranger, (sibling, stranger)
+    assert sibling < len(order) // 2, (sibling, len(order))
