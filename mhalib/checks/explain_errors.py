@@ -5,15 +5,16 @@ it: ``... in your line `scores = q @ k.T```)."""
 
 from __future__ import annotations
 
-import inspect
 import re
 
+from mhalib.checks.explain_broadcast import DOT_T as _DOT_T
+from mhalib.checks.explain_broadcast import broadcast as _broadcast
+from mhalib.checks.explain_broadcast import parameters as _parameters
 from mhalib.checks.explain_reshape import empty_reshape, reshape
 from mhalib.checks.explain_sizes import as_many_as as _say
-from mhalib.checks.explain_sizes import names_of, quotients
+from mhalib.checks.explain_sizes import quotients
 
 _LINE = re.compile(r" in your line `(.*)`$")
-_DOT_T = re.compile(r"\w\.T\b")  # x.T on a line: every axis reversed, not the last two
 
 
 def explain_error(exercise, case, error: str, named: dict[str, int],
@@ -147,111 +148,6 @@ def _odd_operand(shapes, named) -> tuple[str, int] | None:
            for side, shape in zip(("left", "right"), shapes)
            if any(n > 1 and n not in known for n in shape)]
     return odd[0] if len(odd) == 1 else None
-
-
-def _broadcast(exercise, case, last, line, named):
-
-    torch_style = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b "
-                            r"\((\d+)\) at non-singleton dimension (\d+)", last)
-    numpy_style = re.search(r"could not be broadcast together with shapes (.*)", last)
-    if (torch_style or numpy_style) and _DOT_T.search(line) and any(
-            getattr(arg, "ndim", 0) >= 3 for arg in case.args):
-        return ("broadcast", "two tensors combined element by element (or a batched matrix "
-                "product's batch axes) do not line up, on a line that uses .T: .T reverses "
-                "every axis of a batched tensor, so (B, H, N, d) becomes (d, N, H, B) and its "
-                "batch axes no longer match; swap only the last two (x.transpose(-2, -1), "
-                "x.mT, or np.swapaxes(x, -1, -2)).")
-    if torch_style:
-        a, b, dim = (int(g) for g in torch_style.groups())
-        ragged = _last_block(a, b, named)
-        if ragged:
-            return ("broadcast", f"two tensors combined element by element disagree on "
-                    f"dimension {dim}: {a} against {b}. {ragged}")
-        heads, kv_heads = named.get("num_heads"), named.get("num_kv_heads")
-        if isinstance(heads, int) and isinstance(kv_heads, int) and heads != kv_heads and \
-                {a, b} == {heads, kv_heads}:
-            return ("broadcast", f"two tensors combined element by element disagree on "
-                    f"dimension {dim}: {_say(a, named)} against {_say(b, named)}. If these are "
-                    "the query heads against the K/V heads, the K/V heads were not repeated "
-                    "to the query heads: each serves num_heads // num_kv_heads of them "
-                    "(repeat_interleave along the head axis, or enable_gqa=True in "
-                    "F.scaled_dot_product_attention); otherwise one of the two was split into "
-                    "the wrong number of heads or built along the wrong axis.")
-        other = b if a == heads else a
-        if dim == 1 and isinstance(heads, int) and "num_kv_heads" in _parameters(exercise) and \
-                heads in (a, b) and {a, b} != {heads} and kv_heads not in (a, b) and all(
-                    "head" in name for name in names_of(other, named)):
-            # (another axis's size there, such as N, says an axis moved: the reading below)
-            return ("broadcast", f"two tensors combined element by element disagree on "
-                    f"dimension 1, the head axis: {_say(a, named)} against {_say(b, named)}. "
-                    f"The query side has num_heads heads, so {other} is a head count gone "
-                    "wrong on the keys' or values' side: split into num_heads heads where "
-                    "num_kv_heads belongs (and then repeated), repeated too many times, or a "
-                    "cache grown along the head axis (torch.cat(..., dim=1)) where its tokens "
-                    "are dim 2.")
-        return ("broadcast", f"two tensors combined element by element disagree on dimension "
-                f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
-                "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "
-                "to a sum, mean or max without keepdim=True, or is a value per row (a row's "
-                "maximum, sum or log-sum-exp, an lse passed in) used without its trailing axis "
-                "(x[..., None]), so that its other axes line up against the wrong ones.")
-    if numpy_style:
-        same_side = _new_axis_on_the_same_side(numpy_style.group(1))
-        if same_side:
-            return ("broadcast", same_side)
-        return ("broadcast", f"two arrays combined element by element have shapes that do not "
-                f"broadcast ({numpy_style.group(1)[:80]}); a keepdims=True, a new axis or a "
-                "transpose is missing.")
-    return None
-
-
-def _new_axis_on_the_same_side(shapes_text: str) -> str:
-    """Two shapes (``(1,5) (1,3)``) whose axes of size 1 stand in the same places, and that
-    would broadcast with one of them reversed: each operand got its new axis on the same side,
-    where an outer comparison wants one as a column and the other as a row (round AA:
-    ``arange(n)[None, :] < lengths[None, :]``)."""
-    shapes = [tuple(int(n) for n in re.findall(r"\d+", one))
-              for one in re.findall(r"\(([\d, ]*)\)", shapes_text)]
-    if len(shapes) != 2 or len(shapes[0]) != 2 or len(shapes[1]) != 2:
-        return ""
-    (a, b) = shapes
-    ones_a, ones_b = [n == 1 for n in a], [n == 1 for n in b]
-    if ones_a != ones_b or sum(ones_a) != 1 or a == b:
-        return ""
-    return (f"two arrays combined element by element have shapes {a} and {b}: both have their "
-            "new axis of size 1 on the same side, so their other sizes meet and clash. To pair "
-            "every entry of one with every entry of the other, make one a column and the other "
-            "a row (x[:, None] against y[None, :]).")
-
-
-def _last_block(a: int, b: int, named: dict[str, int]) -> str:
-    """What a block size against a smaller size says when the smaller is what a length leaves
-    after whole blocks (``N % block_size``): the last, shorter block was sized as a full one
-    (round V: ``arange(start, start + block_size)`` against the last block's 8 keys)."""
-    for name, size in named.items():
-        if not name.endswith("_size") or size not in (a, b) or a == b:
-            continue
-        rest = b if a == size else a
-        for length_name, length in named.items():
-            if 0 < rest < size < length and length % size == rest:
-                return (f"{size} is {name} and {rest} is what {length_name} = {length} leaves "
-                        f"after whole blocks of {size} ({length} % {size}): the last block is "
-                        f"shorter, and something sized by {name} (arange(start, start + "
-                        f"{name}), a mask or a buffer of {name}) must take the block's own "
-                        f"length, min(start + {name}, {length_name}) - start.")
-    for name, size in named.items():  # the last block's end against the length itself
-        if not name.endswith("_size") or not isinstance(size, int) or size < 2:
-            continue
-        for length_name, length in named.items():
-            if not isinstance(length, int) or length % size == 0 or length not in (a, b):
-                continue
-            end = -(-length // size) * size  # (where the last block ends unclipped)
-            if {a, b} == {end, length}:
-                return (f"{end} is where the last block ends, {end - size} + {name} = "
-                        f"{end - size} + {size}, past {length_name} = {length}: the last block "
-                        f"was given a full {name} of positions; clip its end, "
-                        f"min(start + {name}, {length_name}).")
-    return ""
 
 
 def _dtype(exercise, case, last, line, named):
@@ -393,15 +289,6 @@ def _own_refusal(exercise, case, last, line, named):
 
 def _none_defaults(exercise) -> list[str]:
     return [name for name, p in _parameters(exercise).items() if p.default is None]
-
-
-def _parameters(exercise) -> dict:
-    try:
-        from mhalib.checks.answer_key import answer_key
-
-        return dict(inspect.signature(answer_key(exercise.name)).parameters)
-    except Exception:
-        return {}
 
 
 _RULES = (_library_mixup, _own_refusal, _numpy_transpose, _float_size, _none_default, _view,

@@ -238,7 +238,7 @@ def _regrouping_beside_a_model(verdict, repair: dict) -> bool:
     """True when the repair only regroups operands and a mistake model also reproduces the
     output: the learner may have written the grouping they meant, from the wrong algebra (round
     Z: ``2 * d_model ** 2`` from N^2 = 2 d^2, mended as ``(2 * d_model) ** 2``)."""
-    from mhalib.checks.mutant_edits import REGROUPED
+    from mhalib.checks.edit_regroupings import REGROUPED
 
     return (repair.get("hint") == REGROUPED and "also" not in repair and "either" not in repair
             and not repair.get("cancels")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from mhalib.checks.mutant_edits import _regroupings
+from mhalib.checks.edit_regroupings import _regroupings
 from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("searching")
