@@ -83,6 +83,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
         _loop_assignments,
         _options,
         _own_call,
+        _result_kept,
         _rounded_up,
         _switches_an_option,
         _written_at_the_offset,
@@ -126,6 +127,7 @@ def sites(tree: ast.FunctionDef, module_globals: dict, repairing: bool = False,
                         else target, ast.Add(), node.value))
                 alternatives += _written_at_the_offset(node, offsets.get(id(node)))
                 alternatives += _rounded_up(node)
+                alternatives += _result_kept(node)
                 alternatives += _call_closed_elsewhere(node)
                 alternatives += _einsum_spelled_otherwise(node)
                 alternatives = sorted(

@@ -71,6 +71,27 @@ ROUNDED_UP = "_mhalib_rounded_up"
 
 
 
+def _result_kept(node) -> list[ast.AST]:
+    """``x = x.masked_fill(...)`` for the statement ``x.masked_fill(...)``: a method that returns
+    a new array called for its effect, its result dropped (round AD: masked_fill, which changes
+    nothing in place; masked_fill_ would)."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and isinstance(node.value.func.value, ast.Name)
+            and not node.value.func.attr.endswith("_")
+            and node.value.func.attr not in _IN_PLACE):
+        return []
+    kept = ast.Assign([ast.Name(node.value.func.value.id, ast.Store())], node.value)
+    return [_hinted(kept, f"{node.value.func.attr} returns a new array and changes nothing in "
+                          "place, so its result was dropped")]
+
+
+# methods that change their object and return None (their call alone is the whole statement)
+_IN_PLACE = {"append", "extend", "insert", "update", "sort", "fill", "resize", "setdefault",
+             "add", "discard", "remove", "clear", "pop", "write", "put", "itemset", "shuffle",
+             "fill_diagonal", "backward", "zero_", "copy_"}
+
+
 def _rounded_up(node) -> list[ast.AST]:
     """``(a + b - 1) // b`` for ``a // b``: a count of pages (blocks, chunks) rounded down."""
     if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)):

@@ -46,7 +46,8 @@ MAX_FRAGMENT = 120  # characters of a fragment a record may carry
 LEAST_SAID = 12  # characters of the learner's code shown around an edit, where the line has them
 # hints true of a repair too (said after it)
 SAID_HINTS = ("grouped otherwise", "index times width", "keeps the reduced axis", "is XOR",
-              "rounded up", "closing parenthesis", "without the early return")
+              "rounded up", "closing parenthesis", "without the early return",
+              "changes nothing in place")
 _LIBRARIES = ("mhalib", "numpy", "torch", "scipy", "math", "builtins", "einops", "triton")
 
 

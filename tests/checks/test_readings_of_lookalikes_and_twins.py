@@ -111,3 +111,35 @@ def test_a_sibling_read_for_another_in_one_place_is_found_and_tried_early():
     stranger = order.index(("kk", "grad_p"))
     assert sibling < stranger, (sibling, stranger)
     assert sibling < len(order) // 2, (sibling, len(order))
+
+
+def gqa_with_the_triangle_dropped(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads,
+                                  causal=False):
+    b, n, d_model = x.shape
+    if d_model % num_heads or num_heads % num_kv_heads:
+        raise ValueError(f"d_model={d_model}, num_heads={num_heads} and "
+                         f"num_kv_heads={num_kv_heads} do not divide")
+    d = d_model // num_heads
+    ct = torch.promote_types(x.dtype, torch.float32)
+    xs = x.to(ct)
+    q = (xs @ w_q.to(ct)).view(b, n, num_heads, d).transpose(1, 2)
+    k = (xs @ w_k.to(ct)).view(b, n, num_kv_heads, d).transpose(1, 2)
+    v = (xs @ w_v.to(ct)).view(b, n, num_kv_heads, d).transpose(1, 2)
+    rep = num_heads // num_kv_heads
+    k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+    s = q @ k.transpose(-2, -1) / math.sqrt(d)
+    if causal:
+        keep = torch.ones(n, n, dtype=torch.bool)
+        keep.tril()  # a new tensor, dropped: keep stays all True
+        s = s.masked_fill(~keep, float("-inf"))
+    out = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(b, n, d_model)
+    return (out @ w_o.to(ct)).to(x.dtype)
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_method_result_dropped_is_kept_by_the_repair():
+    repair, verdict = repaired("grouped_query_attention", gqa_with_the_triangle_dropped)
+    assert not verdict.passed
+    assert repair is not None and repair["new"] == "keep = keep.tril()", \
+        (repair, verdict.diagnosis)
+    assert "changes nothing in place" in verdict.diagnosis, verdict.diagnosis
