@@ -12,6 +12,9 @@ from mhalib.checks.edit_nodes import MAX_OPERANDS, _copies_of_one_term, _hinted,
 
 REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
              "before `*` and `/`, and those before `+` and `-`)")
+# (round AE: -(b - r) for (-b - r) took the other root: a sign, which parentheses also move)
+REGROUPED_SIGN = ("the same operands grouped otherwise, which turns the sign of a term "
+                  "(-(a - b) is -a + b): the slip is that sign or the parentheses")
 
 
 def _regroupings(node: ast.BinOp):
@@ -33,7 +36,15 @@ def _regroupings(node: ast.BinOp):
             seen.add(ast.dump(parsed))
             regrouped = _unmasked(parsed, operands)
             if _number_pairs(regrouped) <= _number_pairs(node):
-                yield _hinted(regrouped, REGROUPED)
+                signs = _negated_groups(parsed) != _negated_groups(
+                    ast.parse(text, mode="eval").body)
+                yield _hinted(regrouped, REGROUPED_SIGN if signs else REGROUPED)
+
+
+def _negated_groups(tree) -> int:
+    """How many minus signs of ``tree`` stand before a parenthesised sum or difference."""
+    return sum(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)
+               and isinstance(n.operand, ast.BinOp) for n in ast.walk(tree))
 
 
 def _number_pairs(tree) -> int:

@@ -150,6 +150,10 @@ class CrossoverSeqLen(Exercise):
             WrongAnswer("inverted_ratio", "that is d_model / 2: the equation 4 N^2 d = 8 N d^2 was "
                         "solved upside down. Divide both sides by 4 N d: N = 2 d.",
                         times(0.5)),
+            WrongAnswer("zero_root", "that is 0, the other root of 4 N^2 d = 8 N d^2 (N = 0 "
+                        "makes both sides 0): take the positive root, or divide both sides by "
+                        "4 N d first, N = 2 d_model; or a quotient that // rounded down to 0.",
+                        times(0)),
             WrongAnswer("n_squared_kept", "that is sqrt(2) d_model, which solves N^2 = 2 "
                         "d_model^2: from 4 N^2 d = 8 N d^2 only d was divided out, and the N of "
                         "the projections' side was dropped where it should cancel one N of the "

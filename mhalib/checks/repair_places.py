@@ -132,6 +132,21 @@ def _same_node(a: ast.AST, b: ast.AST) -> bool:
         a, "col_offset", None) == getattr(b, "col_offset", -1) and ast.dump(a) == ast.dump(b)
 
 
+def _factors(node: ast.AST) -> list[str]:
+    """The names that are factors of ``node`` (through products, quotients' numerators and
+    unary minus only): negating one negates the whole; a name inside a call (``log(s)``) is
+    not one (round Z's log-domain softmax: negating s would take the log of a negative)."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _factors(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.MatMult)):
+        return _factors(node.left) + _factors(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _factors(node.left)
+    return []
+
+
 def _sign_made_upstream(tree, mutant, statement) -> tuple[str, int] | None:
     """``(name, line)`` when ``mutant`` only flips a sign (``+`` and ``-`` swapped, or a unary
     minus dropped) of an operand holding a variable that one earlier statement of the function
@@ -148,7 +163,7 @@ def _sign_made_upstream(tree, mutant, statement) -> tuple[str, int] | None:
         operand = node.operand
     else:
         return None
-    for name in (n.id for n in ast.walk(operand) if isinstance(n, ast.Name)):
+    for name in _factors(operand):
         made = [a for a in ast.walk(tree) if isinstance(a, ast.Assign) and len(a.targets) == 1
                 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == name]
         if len(made) == 1 and made[0].lineno < statement.lineno:

@@ -6,6 +6,7 @@ beyond the case's tolerance, not at a part only rounded otherwise."""
 
 from __future__ import annotations
 
+import ast
 import math
 
 import numpy as np
@@ -143,3 +144,14 @@ def test_a_method_result_dropped_is_kept_by_the_repair():
     assert repair is not None and repair["new"] == "keep = keep.tril()", \
         (repair, verdict.diagnosis)
     assert "changes nothing in place" in verdict.diagnosis, verdict.diagnosis
+
+
+def test_a_regrouping_that_turns_a_sign_says_so():
+    from mhalib.checks.edit_nodes import HINT
+    from mhalib.checks.edit_regroupings import REGROUPED, REGROUPED_SIGN, _regroupings
+
+    node = ast.parse("(-b - r) // (2 * a)", mode="eval").body
+    said = {ast.unparse(new): getattr(new, HINT, "") for new in _regroupings(node)}
+    assert said.get("-(b - r) // (2 * a)") == REGROUPED_SIGN, said
+    plain = ast.parse("8 * d ** 2 // 4 * d", mode="eval").body
+    assert {getattr(new, HINT, "") for new in _regroupings(plain)} == {REGROUPED}

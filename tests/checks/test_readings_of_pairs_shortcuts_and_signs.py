@@ -149,3 +149,17 @@ def test_a_value_set_that_fits_a_minority_of_the_heads_is_not_said():
     verdict = judged("paged_attention", paged_with_the_page_size_of_the_wrong_axis)
     assert not verdict.passed
     assert "one key too many" not in verdict.diagnosis, verdict.diagnosis
+
+
+def softmax_in_the_log_domain_with_a_sign_slip(x, axis=-1):
+    top = np.max(x, axis=axis, keepdims=True)
+    total = np.sum(np.exp(x - top), axis=axis, keepdims=True)
+    return np.exp(x - top + np.log(total))  # - log(total) belongs
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_sign_inside_a_call_is_not_offered_where_its_argument_is_made():
+    repair, verdict = repaired("softmax", softmax_in_the_log_domain_with_a_sign_slip)
+    assert not verdict.passed
+    assert repair is not None and "- np.log(total)" in repair["new"], repair
+    assert "negate" not in verdict.diagnosis, verdict.diagnosis

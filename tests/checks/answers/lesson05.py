@@ -112,6 +112,12 @@ def crossover_two_slips(d_model):
     return 6 * d_model ** 2 // (2 * d_model)  # 6 N d^2 = 2 N^2 d
 
 
+def crossover_trivial_root(d_model):
+    # 4 d N^2 - 8 d^2 N = 0 as a quadratic a N^2 + b N = 0: both roots, the smaller taken
+    a, b = 4 * d_model, -8 * d_model * d_model
+    return min(0, -b // a)
+
+
 def crossover_root_two(d_model):
     return math.isqrt(2 * d_model * d_model)  # N^2 = 2 d^2: the N on the right dropped
 
@@ -233,6 +239,7 @@ WRONG = {
         "first_n_past_crossover": crossover_loop_past,
         "no_output_projection_one_n2_term": crossover_two_slips,
         "n_squared_kept": crossover_root_two,
+        "zero_root": crossover_trivial_root,
     },
     "mha_param_count": {
         "no_bias": params_never_bias,
