@@ -64,8 +64,10 @@ def mutant_diagnosis(exercise, recorded, budget_s: float = GRADING_BUDGET_S,
     compute = _computer(exercise, found.function)
     recorded.sort(key=lambda pair: _size(pair[0]))  # the smallest case first: cheapest to try
     found.active.reached = set()
-    try:
-        seen_values = _locals_seen(found, compute, recorded[0][0])
+    try:  # (the visible suite skips the mix-ups of variables: watching every call of the
+        # key for its locals took most of its 0.07 s on round AC's chunked prefill)
+        seen_values = _locals_seen(found, compute, recorded[0][0]) if \
+            budget_s >= BUILD_IN_BACKGROUND_BELOW_S else _run_quietly(compute, recorded[0][0])
     finally:
         reached, found.active.reached = found.active.reached, None
     fits: list[Mutant] = []
@@ -219,6 +221,18 @@ def _locals_seen(found, compute, case) -> dict[str, dict]:
     finally:
         sys.setprofile(previous)
     return seen
+
+
+def _run_quietly(compute, case) -> dict:
+    """Run the key on ``case`` once (for the edits it reaches) without watching its locals:
+    {} (no variable may then be mixed up with another)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            compute(case)
+    except Exception:
+        pass
+    return {}
 
 
 def _alike(values: dict, name: str, other: str | None, any_shape: bool = False) -> bool:

@@ -155,3 +155,29 @@ def test_a_regrouping_that_turns_a_sign_says_so():
     assert said.get("-(b - r) // (2 * a)") == REGROUPED_SIGN, said
     plain = ast.parse("8 * d ** 2 // 4 * d", mode="eval").body
     assert {getattr(new, HINT, "") for new in _regroupings(plain)} == {REGROUPED}
+
+
+def test_the_visible_search_of_the_key_does_not_watch_its_locals(monkeypatch):
+    import mhalib.checks.mutants as mutants
+    from mhalib.checks.encoding import decode
+
+    def attention_unscaled(q, k, v):
+        s = q @ np.swapaxes(k, -1, -2)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        w = e / e.sum(axis=-1, keepdims=True)
+        return w @ v, w
+
+    checker = get_exercise("attention")
+    cases = checker.cases(1, "grading")
+    record = probe(checker, attention_unscaled, 1, "grading")
+    recorded = [(case, {"status": "ok", "output": decode(entry["output"])})
+                for case, entry in zip(cases, record["cases"]) if entry["status"] == "ok"]
+    watched = []
+    real = mutants._locals_seen
+    monkeypatch.setattr(mutants, "_locals_seen",
+                        lambda *args: watched.append(1) or real(*args))
+    mutants.mutant_diagnosis(checker, recorded, budget_s=30.0)
+    assert watched, "the grader's search watches the key's locals (for mix-ups of variables)"
+    watched.clear()
+    mutants.mutant_diagnosis(checker, recorded, budget_s=mutants.QUICK_BUDGET_S)
+    assert not watched, "the visible search must not pay for watching every call"
