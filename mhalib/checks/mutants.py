@@ -213,11 +213,7 @@ def _locals_seen(found, compute, case) -> dict[str, dict]:
     previous = sys.getprofile()
     sys.setprofile(watch)
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            compute(case)
-    except Exception:
-        pass
+        _run_quietly(compute, case)
     finally:
         sys.setprofile(previous)
     return seen
