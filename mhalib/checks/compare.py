@@ -17,6 +17,15 @@ def tolerance_for(*arrays) -> tuple[float, float]:
     return TOLERANCES["float64"]
 
 
+def tolerance_of(exercise, case) -> tuple:
+    """``(rtol, atol)`` the exercise compares ``case``'s output with: its own per-case
+    tolerance where it has one (the torch exercises, by dtype), else its fixed rtol and atol
+    (None: by dtype)."""
+    if hasattr(exercise, "tolerance"):
+        return tuple(exercise.tolerance(case))
+    return exercise.rtol, exercise.atol
+
+
 def describe(value) -> str:
     """A short description of a value: shape and dtype for arrays."""
     if isinstance(value, np.ndarray):

@@ -249,7 +249,7 @@ def _from_tuple_order(exercise, recorded):
     """When every failing output is the right tuple in another order: which goes where."""
     import itertools
 
-    from mhalib.checks.compare import difference
+    from mhalib.checks.compare import difference, tolerance_of
 
     orders = None
     for case, result in recorded:
@@ -258,8 +258,7 @@ def _from_tuple_order(exercise, recorded):
         if not (isinstance(output, tuple) and isinstance(expected, tuple)
                 and len(output) == len(expected) > 1):
             return None
-        tolerance = exercise.tolerance(case) if hasattr(exercise, "tolerance") else (
-            exercise.rtol, exercise.atol)
+        tolerance = tolerance_of(exercise, case)
         fitting = {order for order in itertools.permutations(range(len(expected)))
                    if order != tuple(range(len(expected)))
                    and all(difference(expected[j], output[i], *tolerance) is None

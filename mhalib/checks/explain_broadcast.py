@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from mhalib.checks.case_inputs import parameter_names
 from mhalib.checks.explain_sizes import as_many_as as _say
 from mhalib.checks.explain_sizes import names_of
 
@@ -42,7 +43,7 @@ def broadcast(exercise, case, last, line, named):
                     "F.scaled_dot_product_attention); otherwise one of the two was split into "
                     "the wrong number of heads or built along the wrong axis.")
         other = b if a == heads else a
-        if dim == 1 and isinstance(heads, int) and "num_kv_heads" in parameters(exercise) and \
+        if dim == 1 and isinstance(heads, int) and "num_kv_heads" in parameter_names(exercise) and \
                 heads in (a, b) and {a, b} != {heads} and kv_heads not in (a, b) and all(
                     "head" in name for name in names_of(other, named)):
             # (another axis's size there, such as N, says an axis moved: the reading below)
@@ -116,15 +117,3 @@ def _last_block(a: int, b: int, named: dict[str, int]) -> str:
                         f"was given a full {name} of positions; clip its end, "
                         f"min(start + {name}, {length_name}).")
     return ""
-
-
-def parameters(exercise) -> dict:
-    """The answer key's parameters (name -> inspect.Parameter), or {}."""
-    import inspect
-
-    try:
-        from mhalib.checks.answer_key import answer_key
-
-        return dict(inspect.signature(answer_key(exercise.name)).parameters)
-    except Exception:
-        return {}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
+from mhalib.checks.case_inputs import answer_defaults, parameter_names
 from mhalib.checks.explain_broadcast import DOT_T as _DOT_T
 from mhalib.checks.explain_broadcast import broadcast as _broadcast
-from mhalib.checks.explain_broadcast import parameters as _parameters
 from mhalib.checks.explain_reshape import empty_reshape, reshape
 from mhalib.checks.explain_sizes import as_many_as as _say
 from mhalib.checks.explain_sizes import quotients
@@ -59,7 +59,7 @@ def _none_default(exercise, case, last, line, named):
         return None
     missing = [name for name in _none_defaults(exercise) if name not in case.kwargs]
     positional = len(case.args)
-    params = list(_parameters(exercise))
+    params = list(parameter_names(exercise))
     missing = [name for name in missing if name not in params[:positional]]
     if not missing:
         return None
@@ -288,7 +288,7 @@ def _own_refusal(exercise, case, last, line, named):
 
 
 def _none_defaults(exercise) -> list[str]:
-    return [name for name, p in _parameters(exercise).items() if p.default is None]
+    return [name for name, value in answer_defaults(exercise).items() if value is None]
 
 
 _RULES = (_library_mixup, _own_refusal, _numpy_transpose, _float_size, _none_default, _view,

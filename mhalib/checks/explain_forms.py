@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from mhalib.checks.compare import tolerance_of
 from mhalib.checks.exercise import expected_of
 from mhalib.checks.explain_shapes import shape_reading
 
@@ -19,8 +20,7 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
     """``(flag, message)`` for a wrong recorded output, or None."""
     expected = expected_of(exercise, case)
     try:
-        tolerance = tuple(exercise.tolerance(case)) if hasattr(exercise, "tolerance") else (
-            exercise.rtol, exercise.atol)
+        tolerance = tolerance_of(exercise, case)
     except Exception:
         tolerance = ()
     path, e, r = _first_difference(expected, received, "the output", tolerance)
@@ -68,15 +68,9 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
 def _an_input_returned(exercise, case, received) -> str:
     """The name of an array argument of ``case`` that ``received`` equals exactly (its shape and
     every value), or ''."""
-    import inspect
+    from mhalib.checks.case_inputs import parameter_names
 
-    from mhalib.checks.answer_key import answer_key
-
-    try:
-        names = list(inspect.signature(answer_key(exercise.name)).parameters)
-    except Exception:
-        return ""
-    for name, value in zip(names, case.args):
+    for name, value in zip(parameter_names(exercise), case.args):
         try:
             given = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError, RuntimeError):

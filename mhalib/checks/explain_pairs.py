@@ -15,7 +15,7 @@ FLAG = "form:out_from_other_weights"
 def from_other_weights(exercise, recorded) -> tuple[str, str] | None:
     """``(flag, message)`` when on every failing case (``recorded``: ``(case, result)``
     pairs with an output) the weights are right and the output is not ``weights @ v``."""
-    from mhalib.checks.compare import difference
+    from mhalib.checks.compare import difference, tolerance_of
 
     if not recorded:
         return None
@@ -28,9 +28,7 @@ def from_other_weights(exercise, recorded) -> tuple[str, str] | None:
         values = _array(case.args[2])
         if values is None or not _weighted_sum(right, values):
             return None  # (not an (out, weights) pair of this kind)
-        tolerance = exercise.tolerance(case) if hasattr(exercise, "tolerance") else (
-            exercise.rtol, exercise.atol)
-        if difference(expected[1], output[1], *tolerance) is not None:
+        if difference(expected[1], output[1], *tolerance_of(exercise, case)) is not None:
             return None  # (the weights are wrong too: the other readings say how)
         if _weighted_sum(pair, values) or any(
                 _weighted_sum(pair, other) for other in map(_array, case.args[:2])

@@ -89,7 +89,7 @@ def _result_kept(node) -> list[ast.AST]:
 # methods that change their object and return None (their call alone is the whole statement)
 _IN_PLACE = {"append", "extend", "insert", "update", "sort", "fill", "resize", "setdefault",
              "add", "discard", "remove", "clear", "pop", "write", "put", "itemset", "shuffle",
-             "fill_diagonal", "backward", "zero_", "copy_"}
+             "fill_diagonal", "backward"}  # (and every name ending in _: torch's in-place)
 
 
 def _rounded_up(node) -> list[ast.AST]:

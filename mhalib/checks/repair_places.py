@@ -84,8 +84,7 @@ def bypassed(tree: ast.FunctionDef | None, mutant, first_line: int) -> str:
     if tree is None or swap is None or None in swap:
         return ""
     name, other = swap
-    reads = [n for n in ast.walk(tree)
-             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    reads = _reads_of(tree, name)
     if len(reads) < 2 or len(mutant.edits) < len(reads):
         return ""
     made = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign))
@@ -119,11 +118,16 @@ def _made_a_twin(tree, mutant, statement) -> tuple[str, str, list[int]] | None:
         edited = ast.unparse(value).replace(ast.unparse(node), ast.unparse(new), 1)
         for j, twin in enumerate(values):
             if j != i and ast.unparse(twin) == edited:
-                reads = sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name)
-                                and n.id == names[i].id and isinstance(n.ctx, ast.Load)
-                                and n.lineno > statement.lineno})
+                reads = sorted({n.lineno for n in _reads_of(tree, names[i].id,
+                                                              statement.lineno)})
                 return (names[i].id, names[j].id, reads[:3]) if reads else None
     return None
+
+
+def _reads_of(tree, name: str, after: int = 0) -> list[ast.Name]:
+    """Where ``tree`` reads the variable ``name`` (on lines past ``after``)."""
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
+            and isinstance(n.ctx, ast.Load) and n.lineno > after]
 
 
 def _same_node(a: ast.AST, b: ast.AST) -> bool:
@@ -180,9 +184,7 @@ def _made_from(tree, mutant, line: int) -> tuple[str, str, list[int]] | None:
     if swap is None or None in swap:
         return None
     name, other = swap
-    reads = sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-                for n in ast.walk(tree))
-    if len(mutant.edits) < reads:
+    if len(mutant.edits) < len(_reads_of(tree, name)):
         return None  # (read elsewhere as it is: the value made is used, the slip is here)
     made: list[int] = []
     for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)
