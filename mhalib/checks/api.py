@@ -19,6 +19,7 @@ import random
 
 from mhalib.checks.integrity import tampering
 from mhalib.checks.judge import judge_record
+from mhalib.checks.mutant_schema import foreground
 from mhalib.checks.probe import probe
 from mhalib.checks.record import grading_mode
 from mhalib.checks.registry import get_exercise
@@ -136,7 +137,7 @@ def check(exercise: str, func, suite: str = "visible", seed: int | None = None,
         )
     else:
         seed = random.SystemRandom().randrange(2**31) if seed is None else seed
-        with _collector_paused():
+        with _collector_paused(), foreground():  # (a background build waits meanwhile)
             record = probe(checker, func, seed, suite)
             # the learner's function may have altered the kernel while it ran: look again
             problems = tampering()

@@ -16,7 +16,13 @@ import torch
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.answer_key import answer_key
 from mhalib.checks.compare import difference
-from mhalib.checks.mutant_schema import built, clear_schemas, schema
+from mhalib.checks.mutant_schema import (
+    build_in_background,
+    built,
+    clear_schemas,
+    foreground,
+    schema,
+)
 from mhalib.checks.mutants import default_expected, mutant_diagnosis, refuses
 from mhalib.checks.probe import probe
 from mhalib.checks.registry import LESSONS
@@ -103,6 +109,20 @@ def test_the_visible_suite_builds_in_the_background_then_names_it_too():
             break
         time.sleep(0.01)
     assert "keepdims=True" in judged("softmax", softmax_without_keepdims, suite="visible").diagnosis
+
+
+def test_a_background_build_waits_while_a_check_runs():
+    clear_schemas()
+    key = answer_key("softmax")
+    with foreground():  # (what mhalib.checks.check runs the probe and the judge inside)
+        build_in_background(key)
+        time.sleep(0.3)  # (the build alone takes a few milliseconds)
+        assert not built(key)
+    for _ in range(200):
+        if built(key):
+            break
+        time.sleep(0.01)
+    assert built(key)
 
 
 def default_schema_built(name: str) -> bool:
