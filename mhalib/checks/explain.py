@@ -146,10 +146,17 @@ def _clearest_shape_reading(exercise, case, found, recorded, forms):
     """``(case, reading)``: of the failing cases whose output's shape is read, the one whose
     sizes coincide least (round Y: a d of 8 equal to G * n_rep = 8 named an axis of G * n_rep
     copies "x.shape[3]"; a case with other sizes names it by what it is, or not at all)."""
+    outputs = {id(c): r.get("output") for c, r in recorded}
     shaped = [(c, forms[id(c)]) for c, _ in recorded
               if forms[id(c)] and forms[id(c)][0] == "form:shape"]
-    return min([(case, found)] + shaped, key=lambda pair: _coincidences(sizes(exercise,
-                                                                              pair[0])))
+    return min([(case, found)] + shaped, key=lambda pair: _coincidences(sizes(
+        exercise, pair[0])) + _empty(outputs.get(id(pair[0]))))
+
+
+def _empty(output) -> int:
+    """1 for an array with an axis of 0 entries, which many slips give alike (round AE: the
+    square case of ``np.tri(n_q, n_k - n_q)``; the others' sizes said what the 0 was)."""
+    return int(isinstance(output, np.ndarray) and 0 in output.shape)
 
 
 def _coincidences(named: dict) -> int:

@@ -38,8 +38,12 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
                  if a != b and 1 < vb < va and va == got * vb and "/" not in a + b]
         off = off or (f"; or {split[0]}: an axis split into pieces of the wrong size"
                       if split else "")  # (round Y: N / H = 2 = H, tokens split by heads)
+        off = off or _difference(got, want, named, "; or ")
         return (f" ({got} is {' = '.join(sizes[:2])}: another tensor's or axis's size, read "
                 f"where this one's belongs{off})")
+    gap = _difference(got, want, named, " (", ")")  # (the right size less another: first)
+    if gap:
+        return gap
     shorter = [name for name, value in named.items() if value == got + 1 and value > 2]
     if shorter and abs(got - want) != 1:  # (round AC: torch.diagonal over the first two axes)
         return (f" ({got} = {shorter[0]} - 1: the length of a diagonal just off the main one of "
@@ -53,6 +57,21 @@ def _size_relation(got: int, want: int, named: dict[str, int]) -> str:
         return (f" ({'twice' if got > want else 'half'} as many: one per entry where one per pair "
                 "is meant, or the other way round, or both halves kept where one belongs)")
     return _one_factor_off(got, want, named)
+
+
+def _difference(got: int, want: int, named: dict[str, int], before: str, after: str = "") -> str:
+    """`` (3 = n_k - n_q: ...)`` when ``got`` is the right size less another of the case's
+    sizes (round AE: ``np.tri(n_q, n_k - n_q)``, an offset passed where the number of columns
+    goes), else ''."""
+    found = [f"{a} - {b}" for a, va in named.items() for b, vb in named.items()
+             if a != b and va == want and vb > 1 and va - vb == got > 0
+             and not set("/*") & set(a + b)]
+    if not found:
+        return ""
+    return (f"{before}{got} = {found[0]}: the gap between two sizes where the size itself "
+            "belongs, such as an offset computed or passed in a size's place (np.tri(N, M, k) "
+            "and np.eye(N, M, k) take the number of columns M second and the diagonal's offset "
+            f"k third){after}")
 
 
 def _one_factor_off(got: int, want: int, named: dict[str, int]) -> str:
