@@ -44,7 +44,8 @@ def _regroupings(node: ast.BinOp):
 def _negated_groups(tree) -> int:
     """How many minus signs of ``tree`` stand before a parenthesised sum or difference."""
     return sum(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)
-               and isinstance(n.operand, ast.BinOp) for n in ast.walk(tree))
+               and isinstance(n.operand, ast.BinOp) and isinstance(n.operand.op, (ast.Add, ast.Sub))
+               for n in ast.walk(tree))  # (round AF: -(2 * i) is -2 * i, no sign turned)
 
 
 def _number_pairs(tree) -> int:

@@ -5,6 +5,7 @@ rows compared where one must be a column."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from mhalib.checks.case_inputs import parameter_names
@@ -61,7 +62,8 @@ def broadcast(exercise, case, last, line, named):
                 "maximum, sum or log-sum-exp, an lse passed in) used without its trailing axis "
                 "(x[..., None]), so that its other axes line up against the wrong ones.")
     if numpy_style:
-        same_side = _new_axis_on_the_same_side(numpy_style.group(1))
+        same_side = _new_axis_on_the_same_side(numpy_style.group(1)) or _flattened(
+            numpy_style.group(1))
         if same_side:
             return ("broadcast", same_side)
         return ("broadcast", f"two arrays combined element by element have shapes that do not "
@@ -87,6 +89,24 @@ def _new_axis_on_the_same_side(shapes_text: str) -> str:
             "new axis of size 1 on the same side, so their other sizes meet and clash. To pair "
             "every entry of one with every entry of the other, make one a column and the other "
             "a row (x[:, None] against y[None, :]).")
+
+
+def _flattened(shapes_text: str) -> str:
+    """Two shapes, one of them a single axis holding as many entries as the other (``(5,5)
+    (25,)``): a table of every pair made flat (round AF: ``np.kron(p, p)`` for the outer
+    product, (n * n,) where (n, n) belongs)."""
+    shapes = [tuple(int(n) for n in re.findall(r"\d+", one))
+              for one in re.findall(r"\(([\d, ]*)\)", shapes_text)]
+    if len(shapes) != 2 or sorted(len(shape) for shape in shapes)[0] != 1:
+        return ""
+    flat, table = sorted(shapes, key=len)
+    if len(table) < 2 or min(table) < 2 or flat[0] != math.prod(table):
+        return ""
+    return (f"two arrays combined element by element have shapes {table} and {flat}: the "
+            f"second holds the {' x '.join(map(str, table))} entries of the first in one flat "
+            "axis. A table of every pair was made flat: np.kron of two vectors gives their "
+            "products in a row (so do ravel, flatten and reshape(-1)); the outer product is "
+            "np.outer(a, b), or a[:, None] * b[None, :].")
 
 
 def _last_block(a: int, b: int, named: dict[str, int]) -> str:

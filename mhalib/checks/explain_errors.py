@@ -5,6 +5,7 @@ it: ``... in your line `scores = q @ k.T```)."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 from mhalib.checks.case_inputs import answer_defaults, parameter_names
@@ -129,14 +130,55 @@ def _matmul(exercise, case, last, line, named):
         a, b = int(numbers.group(1)), int(numbers.group(2))
         sizes = f" ({_say(a, named)} against {_say(b, named)})"
     reason = f"a matrix product got operands whose inner sizes differ{sizes}"
+    sliced = _block_on_the_other_axis(line)
     if _DOT_T.search(line):
         reason += (": .T reverses every axis of a batched array, so (B, N, d) becomes "
                    "(d, N, B); swap only the last two (np.swapaxes(k, -1, -2) or "
                    "k.transpose(-2, -1)).")
+    elif sliced:
+        reason += f": {sliced}."
     else:
         reason += ": check which axes each operand has at that line (a transpose missing or "\
                   "one too many, or a tensor split into the wrong number of heads)."
     return "matmul", reason
+
+
+def _block_on_the_other_axis(line: str) -> str:
+    """A product on ``line`` with an operand that is a block of one axis of a matrix and the
+    whole of the axis that meets the other operand (``w[:, cols]`` on the right, ``x[rows, :]``
+    on the left), in words, with the block taken along the other axis offered (round AF: a
+    head's block of w_o taken by its columns, where the head owns w_o's rows); '' for none."""
+    try:
+        tree = ast.parse(line.strip().rstrip(":"))
+    except SyntaxError:
+        return ""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.MatMult):
+            continue
+        for operand, side, meets in ((node.right, "right", "rows"), (node.left, "left",
+                                                                     "columns")):
+            if not (isinstance(operand, ast.Subscript) and isinstance(operand.slice, ast.Tuple)
+                    and len(operand.slice.elts) == 2):
+                continue
+            first, second = operand.slice.elts
+            if _whole(first) == _whole(second) or _whole(first) != (side == "right"):
+                continue  # (only a whole axis that meets the other operand: the product's
+                # inner size is then the matrix's full size; a cut one may be meant, v[:L, :])
+            name = ast.unparse(operand.value)
+            picked = ast.unparse(second if _whole(first) else first)
+            cut, kept = ("columns", "rows") if _whole(first) else ("rows", "columns")
+            other = f"{name}[{picked}, :]" if _whole(first) else f"{name}[:, {picked}]"
+            return (f"`{ast.unparse(operand)}` takes a block of {name}'s {cut} and keeps all "
+                    f"its {kept}, and as the {side} operand of a product it meets the other "
+                    f"operand with its {meets}: if one head's block of {name} is meant, it is "
+                    f"`{other}` here (which axis of a weight a head owns depends on the side of "
+                    "the product the weight stands on)")
+    return ""
+
+
+def _whole(node) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and \
+        node.step is None
 
 
 def _odd_operand(shapes, named) -> tuple[str, int] | None:

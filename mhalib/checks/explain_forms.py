@@ -13,7 +13,7 @@ import numpy as np
 
 from mhalib.checks.compare import tolerance_of
 from mhalib.checks.exercise import expected_of
-from mhalib.checks.explain_shapes import shape_reading
+from mhalib.checks.explain_shapes import axes_moved, shape_reading
 
 
 def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | None:
@@ -50,7 +50,7 @@ def explain_form(exercise, case, received, meta, named) -> tuple[str, str] | Non
                     f"unchanged (shape {r.shape} where {e.shape} belongs): it came back as it "
                     "is, from an early return, a result computed but not returned or not "
                     "assigned, or a repeat or expand of 1.")
-        return shape_reading(e.shape, r.shape, path, named)
+        return shape_reading(e.shape, r.shape, path, named, axes_moved(e, r, tolerance))
     if e.dtype.kind == r.dtype.kind == "b" and e.ndim >= 3 and e.sum() == r.sum():
         return _mask_order(e, r, path, named)
     if e.dtype.kind == r.dtype.kind == "b":

@@ -4,6 +4,8 @@ size of the case, or one off). Part of :mod:`mhalib.checks.explain_forms`."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 
@@ -164,8 +166,28 @@ def _reversed_from(want, got) -> str:
     return said
 
 
-def shape_reading(want, got, path, named) -> tuple[str, str] | None:
-    """``("form:shape", sentence)`` for an output of shape ``got`` where ``want`` is due."""
+def axes_moved(expected, received, tolerance) -> bool | None:
+    """Whether ``received`` is ``expected`` with its axes in another order (None: not the same
+    sizes, or too many axes to try every order)."""
+    if sorted(expected.shape) != sorted(received.shape) or not 2 <= expected.ndim <= 4:
+        return None
+    rtol, atol = (tuple(tolerance) + (None, None))[:2]
+    rtol, atol = 1e-5 if rtol is None else rtol, 1e-8 if atol is None else atol
+    try:
+        for order in itertools.permutations(range(received.ndim)):
+            moved = np.transpose(received, order)
+            if moved.shape == expected.shape and (
+                    np.array_equal(moved, expected) if expected.dtype.kind == "b" else
+                    np.allclose(moved, expected, rtol=rtol, atol=atol, equal_nan=True)):
+                return True
+    except (TypeError, ValueError):
+        return None
+    return False
+
+
+def shape_reading(want, got, path, named, moved=None) -> tuple[str, str] | None:
+    """``("form:shape", sentence)`` for an output of shape ``got`` where ``want`` is due;
+    ``moved`` (when known): whether the output is the right values with their axes moved."""
     if len(got) == len(want) + 1 and tuple(got) == (*want, 1):
         return ("form:shape", f"{path} has shape {got} for {want}: an extra axis of size 1 at "
                 "the end. Most likely a value was given a trailing axis to line up against "
@@ -215,6 +237,12 @@ def shape_reading(want, got, path, named) -> tuple[str, str] | None:
         if len(set(want)) == len(want):  # each size names one axis of the right output
             said = (" (" + ", ".join(f"axis {want.index(n)}'s {_say(n, named)}" for n in got)
                     + " in that order)")
+        if moved is False:  # (round AF: rows from arange(n_k), columns from arange(n_q))
+            return ("form:shape", f"{path} has shape {got} for {want}{said}, and its values are "
+                    "not the right ones with the axes moved, so no transpose mends it: each "
+                    "axis was built from the other's size (a range, a reshape or a new array "
+                    "given the sizes in the wrong order), so the entries are computed for the "
+                    "wrong positions too.")
         return ("form:shape", f"{path} has shape {got} for {want}{said}: the axes are in the "
                 "wrong order (a transpose missing, one too many, or one that swapped the wrong "
                 "pair of axes).")

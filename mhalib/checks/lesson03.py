@@ -147,6 +147,11 @@ class DotProductVariance(Exercise):
                       "normal), or each dot product was multiplied by d_k^(1/2)"),
                   (3, "q and k were each drawn with standard deviation sqrt(d_k) (variance "
                       "d_k, not 1), or each dot product was multiplied by d_k"))),
+            WrongAnswer("one_product_left_out", "the value is about d_k - 1 (exactly 0 for d_k "
+                        "= 1): each dot product left one of its d_k products q_i k_i out, as a "
+                        "loop over range(1, d_k) or range(d_k - 1), or a slice such as [1:] or "
+                        "[:-1] of the features, does; sum all d_k of them.",
+                        lambda c: float(_d_k(c) - 1)),
             WrongAnswer("uniform_draws", "the value matches uniform draws (rng.random): q and k "
                         "must be standard normal (rng.standard_normal).",
                         lambda c: _d_k(c) * UNIFORM_PRODUCT_VARIANCE),

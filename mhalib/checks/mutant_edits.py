@@ -212,6 +212,11 @@ def _replacements(node, variables, counting):
         yield ast.Assign([node.target], node.value)  # overwritten where it should accumulate
         return
     if isinstance(node, ast.BinOp):
+        # (a term dropped first: where it and an operator swap both fit, the term changes
+        # nothing either way, and dropping it is the slip; round AF's `s + scale` under a
+        # softmax, which ignores a constant shift, for a scale left out)
+        yield node.left  # the right term or factor dropped
+        yield node.right  # the left one dropped
         for op in _OPERATOR_SWAPS.get(type(node.op), ()):
             yield ast.BinOp(node.left, op(), node.right)
         if isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Constant) and \
@@ -222,8 +227,6 @@ def _replacements(node, variables, counting):
                                 ast.BinOp(node.left.right, ast.Pow(), node.right))
         if isinstance(node.op, (ast.MatMult, ast.Sub, ast.Div, ast.FloorDiv)):
             yield ast.BinOp(node.right, type(node.op)(), node.left)  # operands swapped
-        yield node.left  # the right term or factor dropped
-        yield node.right  # the left one dropped
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         yield node.operand
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:

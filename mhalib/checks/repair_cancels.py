@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import sys
 import textwrap
 import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +133,7 @@ def broken_by(before: dict, after: dict, pool: tuple[list, list],
                 continue
             was = _plain(old)
             if was is None or not _distinctive(was, small) or not (
-                    _in(was, named) or _in(was, parts)):
+                    _in(was, named) or _in(was, parts) and not _simple_fraction(was)):
                 continue
             now = _plain(after[where][name])
             if now is None or _same(was, now) or _in(now, named):
@@ -272,6 +274,16 @@ def _distinctive(value, small: set) -> bool:
             value.is_integer() and (abs(value) < 10 or int(value) in small))
     finite = value[np.isfinite(value)]
     return value.size >= 4 and finite.size > 0 and np.ptp(finite) > 0
+
+
+def _simple_fraction(value) -> bool:
+    """True for a float that is a ratio of two small ints (0.5, 0.25, 2/3): a sub-expression of
+    the key's sizes takes such values by chance (round AF: the key's ``n / page_size``, 2 / 4,
+    was the learner's 1/sqrt(page_size) of 4)."""
+    if not isinstance(value, float) or not np.isfinite(value):
+        return False
+    near = Fraction(value).limit_denominator(16)
+    return abs(near.numerator) <= 16 and math.isclose(float(near), value, rel_tol=1e-9)
 
 
 def _same(a, b) -> bool:

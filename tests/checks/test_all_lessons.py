@@ -53,12 +53,17 @@ def test_every_lesson_has_fixture_answers_for_every_exercise():
 # decode_with_cache is judged by its work as well (tests/checks/test_lesson06.py)
 STRICT_LESSONS = ("01", "02", "03", "04", "05", "06", "08")
 NOT_STRICT = {"decode_with_cache"}
+# d_k - 1 for d_k is within sampling error at d_k = 16 with 20 000 samples: that case can fail
+# by chance with no model able to claim it (the judge names the mistake from the others)
+# and a head width fixed at 8 on a prime d_model (97) is no d_model / H for any head count H
+NOT_STRICT_MISTAKES = {("dot_product_variance", "one_product_left_out"),
+                       ("mha_flops", "n2_with_d_head")}
 
 
 @pytest.mark.parametrize("exercise,mistake,func", _each(lambda _, a: h.mistake_params(a)))
 def test_realistic_mistake_is_rejected_and_named(exercise, mistake, func):
     strict = (get_exercise(exercise).assignment[:2] in STRICT_LESSONS
-              and exercise not in NOT_STRICT)
+              and exercise not in NOT_STRICT and (exercise, mistake) not in NOT_STRICT_MISTAKES)
     h.assert_named(exercise, func, mistake, strict=strict)
 
 

@@ -38,6 +38,11 @@ def variance_uniform(d_k, n_samples=100_000, seed=0):
     return float(np.var(np.sum(q * k, axis=1)))
 
 
+def variance_without_last_feature(d_k, n_samples=100_000, seed=0):
+    q, k = _samples(d_k, n_samples, seed)
+    return float(np.var(np.sum(q[:, :-1] * k[:, :-1], axis=1)))  # d_k - 1 products
+
+
 def variance_of_products(d_k, n_samples=100_000, seed=0):
     q, k = _samples(d_k, n_samples, seed)
     return float(np.var(q * k))  # single products, not their sum
@@ -281,6 +286,7 @@ WRONG = {
         "scaled_by_d_k": variance_divided_by_d_k,
         "same_vector": variance_same_vector,
         "uniform_draws": variance_uniform,
+        "one_product_left_out": variance_without_last_feature,
         "exact_value": variance_theory,
         "ignores_seed": variance_global_rng,
     },

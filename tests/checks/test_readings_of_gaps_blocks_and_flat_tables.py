@@ -1,0 +1,186 @@
+"""Readings added after rounds AE and AF (issue 22), each with a slip written here, apart from
+the catalogue that found its kind: a size that is the right one less another of the case's sizes
+(an offset passed where a library call takes a size), read on a case whose sizes say it rather
+than on one where the gap comes out 0; an output of the right sizes in the wrong order whose
+values are no transpose; a table of pairs made flat; a block of a weight cut along the axis
+that does not meet the other operand; a term dropped rather than an operator swapped where both
+fit; no sign said turned by -(2 * i); a repair not called a cancellation for a simple fraction
+that a sub-expression of the key's sizes takes by chance; a count through a head count that
+only multiples of 8 pass."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mhalib.checks import get_exercise, judge_record
+from mhalib.checks.explain_shapes import shape_reading
+from mhalib.checks.probe import probe
+from tests.checks.repair_harness import repaired, searching  # noqa: F401 (fixture)
+
+
+def judged(exercise: str, func, seed: int = 1):
+    checker = get_exercise(exercise)
+    return judge_record(exercise, probe(checker, func, seed, "grading"), seed)
+
+
+def causal_mask_with_gap_for_columns(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    offset = n_k - n_q
+    return torch.ones(n_q, offset, dtype=torch.bool).tril(offset).numpy()  # (n_q, offset)
+
+
+def test_a_size_that_is_the_gap_between_two_sizes_is_said_as_that_gap():
+    verdict = judged("causal_mask", causal_mask_with_gap_for_columns)
+    assert not verdict.passed
+    assert "= n_k - n_q: the gap between two sizes" in verdict.diagnosis, verdict.diagnosis
+    # (read where n_k differs from n_q: on a square case the gap is an axis of 0 entries)
+    assert "has 0 where" not in verdict.diagnosis, verdict.diagnosis
+
+
+def test_a_size_that_is_no_gap_is_not_said_as_one():
+    _, said = shape_reading((4, 7), (4, 3), "the output", {"n_q": 4, "n_k": 7})
+    assert "3 = n_k - n_q" in said
+    _, said = shape_reading((4, 7), (4, 5), "the output", {"n_q": 4, "n_k": 7})
+    assert " - " not in said, said
+    # (the gap must be the right size less another: 3 = 7 - 4 is not a gap of want = 9)
+    _, said = shape_reading((4, 9), (4, 3), "the output", {"n_q": 4, "n_k": 7})
+    assert "n_k - n_q" not in said, said
+
+
+def causal_mask_sizes_crossed(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    mask = np.zeros((n_k, n_q), dtype=bool)  # (n_k, n_q): the sizes given the other way
+    for i in range(n_k):
+        mask[i, : min(n_q, i + 1 + n_k - n_q)] = True
+    return mask
+
+
+def causal_mask_transposed(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.tril(np.ones((n_q, n_k), dtype=bool), n_k - n_q).T
+
+
+def test_an_output_whose_sizes_are_crossed_but_whose_values_are_no_transpose_says_so():
+    crossed = judged("causal_mask", causal_mask_sizes_crossed).diagnosis
+    assert "no transpose mends it" in crossed, crossed
+    transposed = judged("causal_mask", causal_mask_transposed).diagnosis
+    assert "transposed" in transposed and "no transpose" not in transposed, transposed
+
+
+def jacobian_from_a_flat_table(p):
+    p = np.asarray(p, dtype=np.float64)
+    pairs = np.outer(p, p).ravel()  # (n * n,) where (n, n) belongs
+    return np.diag(p) - pairs
+
+
+def test_a_table_of_pairs_made_flat_is_said_as_made_flat():
+    verdict = judged("softmax_jacobian", jacobian_from_a_flat_table)
+    assert "made flat" in verdict.diagnosis and "np.outer" in verdict.diagnosis, \
+        verdict.diagnosis
+
+
+def mha_with_output_block_by_columns(x, w_q, w_k, w_v, w_o, num_heads):
+    batch, n, d_model = x.shape
+    d_head = d_model // num_heads
+    out = np.zeros((batch, n, d_model))
+    for h in range(num_heads):
+        part = slice(h * d_head, (h + 1) * d_head)
+        q, k, v = x @ w_q[:, part], x @ w_k[:, part], x @ w_v[:, part]
+        s = q @ np.swapaxes(k, -1, -2) / math.sqrt(d_head)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        out = out + (w @ v) @ w_o[:, part]  # (B, N, d_head) @ (d_model, d_head)
+    return out
+
+
+def test_a_block_of_a_weight_cut_along_the_axis_that_does_not_meet_the_product_is_named():
+    verdict = judged("multi_head_attention", mha_with_output_block_by_columns)
+    assert "`w_o[part, :]`" in verdict.diagnosis, verdict.diagnosis
+
+
+def attention_backward_scores_unscaled(q, k, v, grad_out, causal=False):
+    q64, k64, v64, g64 = (t.double() for t in (q, k, v, grad_out))
+    n_q, n_k, d = q64.shape[-2], k64.shape[-2], q64.shape[-1]
+    s = torch.einsum("...id,...jd->...ij", q64, k64)  # the 1/sqrt(d) left out here only
+    if causal:
+        keep = torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)
+        s = s.masked_fill(~keep, float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    p = torch.nan_to_num(p)
+    grad_v = p.transpose(-2, -1) @ g64
+    grad_p = g64 @ v64.transpose(-2, -1)
+    grad_s = p * (grad_p - (grad_p * p).sum(-1, keepdim=True))
+    grad_q = grad_s @ k64 / math.sqrt(d)
+    grad_k = grad_s.transpose(-2, -1) @ q64 / math.sqrt(d)
+    return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype)
+
+
+def test_a_term_left_out_is_said_as_left_out_not_as_an_operator_that_changes_nothing():
+    diagnosis = judged("attention_backward", attention_backward_scores_unscaled).diagnosis
+    assert "+ scale" not in diagnosis, diagnosis
+    assert "computed as `q_ @ k_.transpose(-2, -1)`" in diagnosis, diagnosis
+
+
+def test_a_minus_before_a_product_is_no_sign_turned_by_parentheses():
+    from mhalib.checks.edit_nodes import HINT
+    from mhalib.checks.edit_regroupings import REGROUPED_SIGN, _regroupings
+
+    node = ast.parse("theta ** (-(4 * j) / dim)", mode="eval").body
+    said = {getattr(new, HINT, "") for new in _regroupings(node.right)} | {
+        getattr(new, HINT, "") for new in _regroupings(node)}
+    assert REGROUPED_SIGN not in said, said
+
+
+def paged_scaled_by_tokens_per_page(q, k_pages, v_pages, block_table, seq_lens):
+    heads, groups, per_page = q.shape[1], k_pages.shape[1], k_pages.shape[2]
+    width = q.shape[-1]
+    inv_root = per_page ** -0.5  # the page size where the head width belongs
+    ct = torch.promote_types(q.dtype, torch.float32)
+    rows = []
+    for b in range(q.shape[0]):
+        n = int(seq_lens[b])
+        if n == 0:
+            rows.append(torch.zeros(heads, width, dtype=ct))
+            continue
+        used = block_table[b, : -(-n // per_page)].long()
+        keys = k_pages[used].permute(1, 0, 2, 3).reshape(groups, -1, width)[:, :n].to(ct)
+        values = v_pages[used].permute(1, 0, 2, 3).reshape(groups, -1, width)[:, :n].to(ct)
+        keys = keys.repeat_interleave(heads // groups, 0)
+        values = values.repeat_interleave(heads // groups, 0)
+        s = torch.einsum("hd,htd->ht", q[b].to(ct), keys) * inv_root
+        rows.append(torch.einsum("ht,htd->hd", s.softmax(-1), values))
+    return torch.stack(rows).to(q.dtype)
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_repair_is_not_called_a_cancellation_for_a_simple_fraction_met_by_chance():
+    from mhalib.checks.repair_cancels import _simple_fraction
+
+    assert _simple_fraction(0.5) and _simple_fraction(2 / 3) and not _simple_fraction(
+        1 / math.sqrt(6))
+    _, verdict = repaired("paged_attention", paged_scaled_by_tokens_per_page)
+    assert "not where the slip is" not in verdict.diagnosis, verdict.diagnosis
+
+
+def flops_with_four_heads(seq_len, d_model):
+    heads = 4
+    d_head = d_model / heads  # a float, and a head count the contract does not have
+    n = seq_len
+    parts = {"qkv_projections": 6 * n * d_model * d_model,
+             "scores": heads * 2 * n * n * d_head,
+             "weighted_sum": heads * 2 * n * n * d_head,
+             "output_projection": 2 * n * d_model * d_model}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_float_count_through_a_head_count_is_not_mended_by_floor_division():
+    _, verdict = repaired("mha_flops", flops_with_four_heads)
+    assert "one change makes every case right" not in verdict.diagnosis, verdict.diagnosis
+    assert "float" in verdict.diagnosis
