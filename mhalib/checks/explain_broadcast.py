@@ -55,6 +55,10 @@ def broadcast(exercise, case, last, line, named):
                     "num_kv_heads belongs (and then repeated), repeated too many times, or a "
                     "cache grown along the head axis (torch.cat(..., dim=1)) where its tokens "
                     "are dim 2.")
+        shifted = _one_axis_off(a, b, dim, named)
+        if shifted:
+            return ("broadcast", f"two tensors combined element by element disagree on "
+                    f"dimension {dim}: {_say(a, named)} against {_say(b, named)}. {shifted}")
         return ("broadcast", f"two tensors combined element by element disagree on dimension "
                 f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
                 "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "
@@ -89,6 +93,34 @@ def _new_axis_on_the_same_side(shapes_text: str) -> str:
             "new axis of size 1 on the same side, so their other sizes meet and clash. To pair "
             "every entry of one with every entry of the other, make one a column and the other "
             "a row (x[:, None] against y[None, :]).")
+
+
+def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
+    """When one of ``a``, ``b`` is an input's own size at the clashing dimension ``dim``
+    (``x.shape[dim]``) and the other that input's size one axis over: the other operand's axis
+    stands one place off (round AG: cos of (N, 1, d/2) against x (B, H, N, d/2), its N met x's
+    H; a per-row weight (B, H, N) against out (B, H, N, d) meets d), in words; else ''."""
+    for own, other in ((a, b), (b, a)):
+        for name in names_of(own, named):
+            match = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", name)
+            if not match or int(match.group(2)) != dim:
+                continue
+            tensor = match.group(1)
+            for j in (dim - 1, dim + 1):
+                if f"{tensor}.shape[{j}]" not in names_of(other, named):
+                    continue
+                if j > dim:
+                    cause = ("an axis of size 1 put after it (x[:, None], unsqueeze(-2), a "
+                             "reshape to (N, 1, ...)) pushes it one place to the left")
+                else:
+                    cause = ("an axis of size 1 missing after it (x[..., None], unsqueeze(-1)) "
+                             "leaves it one place to the right")
+                return (f"The other operand's axis of {other} entries (as many as {tensor}'s "
+                        f"axis {j}) meets {tensor}'s axis {dim} ({own} entries). Broadcasting "
+                        f"lines axes up from the right, so {cause} of where it lines up with "
+                        f"{tensor}'s: give it the shape that lines its axes up with {tensor}'s "
+                        "last ones.")
+    return ""
 
 
 def _flattened(shapes_text: str) -> str:

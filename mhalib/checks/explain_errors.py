@@ -13,7 +13,7 @@ from mhalib.checks.explain_broadcast import DOT_T as _DOT_T
 from mhalib.checks.explain_broadcast import broadcast as _broadcast
 from mhalib.checks.explain_reshape import empty_reshape, reshape
 from mhalib.checks.explain_sizes import as_many_as as _say
-from mhalib.checks.explain_sizes import quotients
+from mhalib.checks.explain_sizes import names_of, quotients
 
 _LINE = re.compile(r" in your line `(.*)`$")
 
@@ -282,9 +282,14 @@ def _index(exercise, case, last, line, named):
     if not match:
         return None
     index, axis, size = (int(g) for g in match.groups())
+    pool = any(name.endswith("_pages.shape[0]") for name in names_of(size, named))
     return ("index", f"an index your code computed ({index}) is past the end of an axis of "
             f"{_say(size, named)} entries: check the formula that makes the indices (which size "
-            "it divides or multiplies by, and whether it counts from 0).")
+            "it divides or multiplies by, and whether it counts from 0)" + (
+                f". That axis is the pool's {size} pages, so a page number was computed where it "
+                "must be read: key t's page is block_table[b, t // page_size] (a sequence's "
+                "pages can be anywhere in the pool; counting on from its first page, first + 1, "
+                "first + 2..., runs past the pool)" if pool else "") + ".")
 
 
 def _boolean_index(exercise, case, last, line, named):

@@ -259,6 +259,11 @@ class PagedAttention(TorchExercise):
             TorchCase("float64, lengths 5 and 2 in pages of 4", paged_inputs(
                 rng, [5, 2], heads=4, groups=2, d=16, page_size=4, max_pages=3),
                 dtype="float64"),
+            # (a pool with room past each sequence's first page: round AG's pages counted on
+            # from the first one ran past the small pool above, and no output was read back)
+            TorchCase("float64, lengths 7 and 3 in pages of 2, a large pool", paged_inputs(
+                rng, [7, 3], heads=2, groups=1, d=16, page_size=2, max_pages=4,
+                free_pages=24), dtype="float64"),
             TorchCase("a sequence of one token sees only that token", paged_inputs(
                 rng, [1, 6], heads=2, groups=1, d=8, page_size=4, max_pages=2),
                 degenerate=True),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mhalib.checks.explain_sizes import factor_name
+from mhalib.checks.weights_masks import OWN_POSITION_ONLY, mask_added, masked_as_zero
 
 FIT = 1e-5  # relative residual of a weighted-sum reading that counts as exact
 USED = 1e-8  # a weight below this (relative to its row's largest) counts as 0 (float64 cases)
@@ -125,10 +126,10 @@ def _support_problem(heads, weights, extra_patterns, noise: float = 0.0
         rows = head.allowed.any(axis=1) & (top[:, 0] > 1e-12) & finite
         if np.array_equal(used[rows], head.allowed[rows]):
             continue
-        zero_filled = _masked_as_zero(head, w, rows)
+        zero_filled = masked_as_zero(head, w, rows)
         if zero_filled:
             return "weights:masked_as_zero", f"{zero_filled} ({head.label})"
-        added = _mask_added(head, w, rows)
+        added = mask_added(head, w, rows)
         if added:
             return "weights:mask_added", f"{added} ({head.label})"
         n_q, n_k = head.allowed.shape
@@ -138,6 +139,8 @@ def _support_problem(heads, weights, extra_patterns, noise: float = 0.0
         for pattern in patterns:
             if np.array_equal(used[rows], pattern.mask[rows]):
                 return f"weights:{pattern.name}", f"{pattern.sentence} ({head.label})"
+        if n_q == n_k > 1 and np.array_equal(used[rows], np.eye(n_q, dtype=bool)[rows]):
+            return "weights:own_position_only", f"{OWN_POSITION_ONLY} ({head.label})"
         row = int(np.argwhere((used != head.allowed).any(axis=1) & rows)[0][0]) \
             if ((used != head.allowed).any(axis=1) & rows).any() else None
         if row is None:
@@ -339,50 +342,6 @@ def diagnose(heads: list[Head], names: dict[str, int], extra_patterns=None,
         if found:
             return found
     return None
-
-
-def _masked_as_zero(head, w, rows) -> str | None:
-    """What it says when every masked key got the weight a score of 0 gives (a mask filled
-    with 0 where -inf belongs), else None."""
-    hidden = ~head.allowed & rows[:, None]
-    if not hidden.any() or not (w[rows] > 0).all():
-        return None
-    logits = head.scale * (head.q @ head.k.T)  # (N_q, N_k), the right scores
-    log_w = np.log(np.where(w > 0, w, 1.0))
-    shift = np.where(head.allowed, log_w - logits, np.nan)  # the row's log-normaliser
-    with np.errstate(all="ignore"):
-        offset = np.nanmean(shift, axis=1, keepdims=True)  # (N_q, 1)
-    allowed_fit = np.allclose(shift[head.allowed & rows[:, None]],
-                              np.broadcast_to(offset, shift.shape)[head.allowed & rows[:, None]],
-                              atol=1e-6)
-    zero_fit = np.allclose(log_w[hidden], np.broadcast_to(offset, w.shape)[hidden], atol=1e-6)
-    if not (allowed_fit and zero_fit):
-        return None
-    return ("every masked key gets exactly the weight of a score of 0: the masked scores were "
-            "set to 0 instead of -inf, and exp(0) = 1 still gives them weight; fill them with "
-            "-inf (float('-inf')) so that exp gives 0")
-
-
-def _mask_added(head, w, rows) -> str | None:
-    """What it says when every masked key got its right score plus one same finite amount
-    (a float 0/1 mask added to the scores, as an additive attn_mask is), else None."""
-    hidden = ~head.allowed & rows[:, None]
-    if not hidden.any() or not (w[rows] > 0).all():
-        return None
-    logits = head.scale * (head.q @ head.k.T)  # (N_q, N_k), the right scores
-    gap = np.log(np.where(w > 0, w, 1.0)) - logits  # the row's log-normaliser, plus any offset
-    with np.errstate(all="ignore"):
-        offset = np.nanmean(np.where(head.allowed, gap, np.nan), axis=1, keepdims=True)
-    shown = head.allowed & rows[:, None]
-    if not np.allclose(gap[shown], np.broadcast_to(offset, gap.shape)[shown], atol=1e-6):
-        return None
-    moved = (gap - offset)[hidden]
-    if not np.allclose(moved, moved[0], atol=1e-6) or abs(moved[0]) < 1e-3:
-        return None
-    return (f"every masked key got its right score {moved[0]:+.3g}: the mask was added to the "
-            "scores as numbers (a float 0/1 mask moves them by 1; "
-            "F.scaled_dot_product_attention adds a float attn_mask) instead of hiding those keys; "
-            "pass a bool mask (True = may attend) or fill the hidden scores with -inf")
 
 
 def _same_weights(heads, weights, message) -> tuple[str, str] | None:

@@ -6,7 +6,8 @@ values are no transpose; a table of pairs made flat; a block of a weight cut alo
 that does not meet the other operand; a term dropped rather than an operator swapped where both
 fit; no sign said turned by -(2 * i); a repair not called a cancellation for a simple fraction
 that a sub-expression of the key's sizes takes by chance; a count through a head count that
-only multiples of 8 pass."""
+only multiples of 8 pass (round AF); weights read back all on each query's own position; an
+index past a pool of pages; an operand one axis off in a broadcast (round AG)."""
 
 from __future__ import annotations
 
@@ -184,3 +185,60 @@ def test_a_float_count_through_a_head_count_is_not_mended_by_floor_division():
     _, verdict = repaired("mha_flops", flops_with_four_heads)
     assert "one change makes every case right" not in verdict.diagnosis, verdict.diagnosis
     assert "float" in verdict.diagnosis
+
+
+def mha_scores_within_each_token(x, w_q, w_k, w_v, w_o, num_heads):
+    batch, n, d_model = x.shape
+    d_head = d_model // num_heads
+    q, k, v = ((x @ w).reshape(batch, n, num_heads, d_head) for w in (w_q, w_k, w_v))
+    s = np.einsum("bnhd,bngd->bnhg", q, k) / math.sqrt(d_head)  # heads of one token paired
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    return np.einsum("bnhg,bngd->bnhd", w, v).reshape(batch, n, d_model) @ w_o
+
+
+def test_weights_read_back_all_on_each_query_s_own_position_are_said_so():
+    verdict = judged("multi_head_attention", mha_scores_within_each_token)
+    assert "all its weight to its own position" in verdict.diagnosis, verdict.diagnosis
+    assert "transpose(1, 2) missing" in verdict.diagnosis
+
+
+def test_an_index_past_a_pool_of_pages_says_the_page_was_computed_not_read():
+    from mhalib.checks.explain_errors import _index
+
+    named = {"k_pages.shape[0]": 9, "block_table.shape[1]": 3}
+    _, said = _index(None, None, "IndexError: index 9 is out of bounds for dimension 0 with "
+                     "size 9", "", named)
+    assert "block_table[b, t // page_size]" in said, said
+    _, plain = _index(None, None, "IndexError: index 3 is out of bounds for dimension 0 with "
+                      "size 3", "", named)
+    assert "page" not in plain, plain
+
+
+def rope_with_angles_given_a_head_axis(x, positions, base=10000.0):
+    half = x.shape[-1] // 2
+    inv = base ** (-torch.arange(half, dtype=torch.float64) * 2 / x.shape[-1])
+    angle = positions.double()[:, None] * inv  # (N, d/2)
+    cos, sin = angle.cos().unsqueeze(1), angle.sin().unsqueeze(1)  # (N, 1, d/2)
+    first, second = x[..., :half].double(), x[..., half:].double()
+    out = torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
+    return out.to(x.dtype)
+
+
+def merge_states_weights_without_their_last_axis(out_a, lse_a, out_b, lse_b):
+    top = torch.maximum(lse_a, lse_b)
+    top = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+    wa, wb = torch.exp(lse_a - top), torch.exp(lse_b - top)  # (B, H, N)
+    total = wa + wb
+    safe = torch.where(total > 0, total, torch.ones_like(total))
+    out = (wa * out_a + wb * out_b) / safe[..., None]  # wa lacks its trailing axis
+    lse = torch.where(total > 0, top + torch.log(safe), torch.full_like(total, -math.inf))
+    return out, lse
+
+
+def test_an_operand_whose_axis_stands_one_place_off_in_a_broadcast_is_said_so():
+    rope = judged("apply_rope", rope_with_angles_given_a_head_axis).diagnosis
+    assert "put after it" in rope and "one place to the left" in rope, rope
+    merged = judged("merge_attention_states", merge_states_weights_without_their_last_axis)
+    assert "missing after it (x[..., None]" in merged.diagnosis, merged.diagnosis
+    assert "one place to the right" in merged.diagnosis
