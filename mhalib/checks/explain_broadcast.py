@@ -55,16 +55,17 @@ def broadcast(exercise, case, last, line, named):
                     "num_kv_heads belongs (and then repeated), repeated too many times, or a "
                     "cache grown along the head axis (torch.cat(..., dim=1)) where its tokens "
                     "are dim 2.")
-        shifted = _one_axis_off(a, b, dim, named)
-        if shifted:
-            return ("broadcast", f"two tensors combined element by element disagree on "
-                    f"dimension {dim}: {_say(a, named)} against {_say(b, named)}. {shifted}")
+        # (what the sizes also fit, said as "if": a transpose, a .T or a matrix product
+        # permutes axes, and permuted neighbours fit these readings too, rounds K, L and T)
+        fits = " ".join(f for f in (_one_axis_off(a, b, dim, named),
+                                    _features_kept(a, b, dim, named)) if f)
         return ("broadcast", f"two tensors combined element by element disagree on dimension "
                 f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
                 "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "
                 "to a sum, mean or max without keepdim=True, or is a value per row (a row's "
                 "maximum, sum or log-sum-exp, an lse passed in) used without its trailing axis "
-                "(x[..., None]), so that its other axes line up against the wrong ones.")
+                "(x[..., None]), so that its other axes line up against the wrong ones."
+                + (f" {fits}" if fits else ""))
     if numpy_style:
         same_side = _new_axis_on_the_same_side(numpy_style.group(1)) or _flattened(
             numpy_style.group(1))
@@ -98,7 +99,7 @@ def _new_axis_on_the_same_side(shapes_text: str) -> str:
 def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     """When one of ``a``, ``b`` is an input's own size at the clashing dimension ``dim``
     (``x.shape[dim]``) and the other that input's size one axis over: the other operand's axis
-    stands one place off (round AG: cos of (N, 1, d/2) against x (B, H, N, d/2), its N met x's
+    may stand one place off (round AG: cos of (N, 1, d/2) against x (B, H, N, d/2), its N met x's
     H; a per-row weight (B, H, N) against out (B, H, N, d) meets d), in words; else ''."""
     for own, other in ((a, b), (b, a)):
         for name in names_of(own, named):
@@ -111,15 +112,32 @@ def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
                     continue
                 if j > dim:
                     cause = ("an axis of size 1 put after it (x[:, None], unsqueeze(-2), a "
-                             "reshape to (N, 1, ...)) pushes it one place to the left")
+                             "reshape to (N, 1, ...)) pushes it there")
                 else:
-                    cause = ("an axis of size 1 missing after it (x[..., None], unsqueeze(-1)) "
-                             "leaves it one place to the right")
-                return (f"The other operand's axis of {other} entries (as many as {tensor}'s "
-                        f"axis {j}) meets {tensor}'s axis {dim} ({own} entries). Broadcasting "
-                        f"lines axes up from the right, so {cause} of where it lines up with "
-                        f"{tensor}'s: give it the shape that lines its axes up with {tensor}'s "
-                        "last ones.")
+                    cause = ("an axis of size 1 missing after it (x[..., None], unsqueeze(-1), "
+                             "keepdim=True left out) leaves it there")
+                return (f"If the operand with {other} entries (as many as {tensor}'s axis "
+                        f"{j}) is meant to line up with {tensor}'s axis {j}, it stands one place "
+                        f"off, at axis {dim}: broadcasting lines axes up from the right, so "
+                        f"{cause}.")
+    return ""
+
+
+def _features_kept(a: int, b: int, dim: int, named: dict[str, int]) -> str:
+    """When one of ``a``, ``b`` is an input's feature width (its last axis, at the clashing
+    ``dim``): a value meant per row that may have kept its features (round AG: delta =
+    (dO * O).sum(dim=-2, keepdim=True), (..., 1, d), against the (..., N_q, block) scores), in
+    words; else ''."""
+    for own in (a, b):
+        for name in names_of(own, named):
+            match = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", name)
+            if not match or int(match.group(2)) != dim or \
+                    f"{match.group(1)}.shape[{dim + 1}]" in named:
+                continue
+            return (f"If the operand with {own} ({name}, the feature width) on the last "
+                    "axis is meant to hold one value per row (a row sum, maximum or log-sum-exp "
+                    "kept with keepdim=True), it still has its features: a sum over another "
+                    "axis (dim=-2) where the features (dim=-1) belong leaves them.")
     return ""
 
 

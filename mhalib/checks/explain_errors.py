@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import re
 
+import numpy as np
+
 from mhalib.checks.case_inputs import answer_defaults, parameter_names
 from mhalib.checks.explain_broadcast import DOT_T as _DOT_T
 from mhalib.checks.explain_broadcast import broadcast as _broadcast
@@ -318,10 +320,35 @@ def _empty_reduction(exercise, case, last, line, named):
     if not re.search(r"reduction dim -?\d+ to have non-zero size|zero-size array to reduction|"
                      r"on tensor with no elements|empty sequence", last):
         return None
+    empty = _empty_inputs(exercise, case)
     return ("empty_reduction", "a maximum (or another reduction with no value for nothing) was "
             "taken over an axis with 0 entries: the tensor was empty along it at that point. "
-            "Usually a slice or a loop range that is empty (a stop at or before its start, a "
+            + (f"This case holds {empty}, which the contract allows: that row has nothing to "
+               "reduce, so it needs a guard before the reduction (skip it and give it what "
+               "the contract gives an empty row, such as zeros), or a reduction that accepts "
+               "an empty axis. Otherwise, " if empty else "Usually ")
+            + "a slice or a loop range that is empty (a stop at or before its start, a "
             "bound off by one), or keys read before the new token's own key was added")
+
+
+def _empty_inputs(exercise, case) -> str:
+    """``"a length of 0 (seq_lens)"`` or ``"an input with an axis of 0 entries (k)"``, for
+    a case whose inputs hold one (round AH: a sequence of length 0 reached a max), else ''."""
+    from mhalib.checks.case_inputs import named_inputs
+
+    try:
+        values = named_inputs(exercise, case) if case is not None else {}
+    except Exception:
+        return ""
+    for name, value in values.items():
+        shape = getattr(value, "shape", None)
+        if shape is not None and 0 in tuple(shape):
+            return f"an input with an axis of 0 entries ({name})"
+        kind = getattr(getattr(value, "dtype", None), "kind", "")
+        if shape is not None and len(shape) == 1 and kind in "iu" and kind and \
+                "len" in name and (np.asarray(value) == 0).any():
+            return f"a length of 0 ({name})"
+    return ""
 
 
 def _own_refusal(exercise, case, last, line, named):

@@ -300,11 +300,12 @@ class FlashAttentionBackward(GradientExercise):
                     lambda case, received, meta: (builds_full_scores(case, meta)
                                                   and self._right(case, received))),
             Symptom("too_many_products", "the gradients are right, but the matrix products "
-                    "cost more than one recomputation (10 N^2 d per head): recomputing out for "
-                    "delta, or a first pass over the key blocks for rowsum(grad_p * p) and a "
-                    "second for the gradients. Use delta = rowsum(grad_out * out) and visit "
-                    "each block of keys once, with five products: s, grad_p, grad_v, grad_q "
-                    "and grad_k.",
+                    "cost more than one recomputation (10 N^2 d per head): a first pass over "
+                    "the key blocks to recompute the lse (it is an argument: the forward's lse, "
+                    "to use as given), or one for rowsum(grad_p * p), or out recomputed for "
+                    "delta, before the pass for the gradients. Take lse as given and delta = "
+                    "rowsum(grad_out * out) (no pass for either), and visit each block of keys "
+                    "once, with five products: s, grad_p, grad_v, grad_q and grad_k.",
                     lambda case, received, meta: (too_many_products(case, meta)
                                                   and self._right(case, received))),
         ]

@@ -238,7 +238,84 @@ def merge_states_weights_without_their_last_axis(out_a, lse_a, out_b, lse_b):
 
 def test_an_operand_whose_axis_stands_one_place_off_in_a_broadcast_is_said_so():
     rope = judged("apply_rope", rope_with_angles_given_a_head_axis).diagnosis
-    assert "put after it" in rope and "one place to the left" in rope, rope
+    assert "meant to line up with x's axis 2, it stands one place off" in rope, rope
+    assert "put after it" in rope
     merged = judged("merge_attention_states", merge_states_weights_without_their_last_axis)
     assert "missing after it (x[..., None]" in merged.diagnosis, merged.diagnosis
-    assert "one place to the right" in merged.diagnosis
+    assert "meant to line up with out_a's axis 2" in merged.diagnosis
+
+
+def attention_backward_row_term_summed_over_queries(q, k, v, grad_out, causal=False):
+    q64, k64, v64, g64 = (t.double() for t in (q, k, v, grad_out))
+    n_q, n_k, d = q64.shape[-2], k64.shape[-2], q64.shape[-1]
+    s = q64 @ k64.transpose(-2, -1) / math.sqrt(d)
+    if causal:
+        s = s.masked_fill(~torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q), -math.inf)
+    p = torch.nan_to_num(torch.softmax(s, dim=-1))
+    out = p @ v64
+    row = (g64 * out).sum(dim=-2, keepdim=True)  # (..., 1, d) where (..., N_q, 1) belongs
+    grad_s = p * (g64 @ v64.transpose(-2, -1) - row)
+    grad_q = grad_s @ k64 / math.sqrt(d)
+    grad_k = grad_s.transpose(-2, -1) @ q64 / math.sqrt(d)
+    return grad_q.to(q.dtype), grad_k.to(k.dtype), (p.transpose(-2, -1) @ g64).to(v.dtype)
+
+
+def test_a_per_row_term_that_kept_its_features_is_said_so():
+    diagnosis = judged("attention_backward", attention_backward_row_term_summed_over_queries
+                       ).diagnosis
+    assert "the feature width) on the last axis is meant to hold one value per row" in \
+        diagnosis, diagnosis
+
+
+def paged_with_no_guard_for_an_empty_sequence(q, k_pages, v_pages, block_table, seq_lens):
+    groups, page = k_pages.shape[1], k_pages.shape[2]
+    rep = q.shape[1] // groups
+    results = []
+    for b in range(q.shape[0]):
+        t = torch.arange(int(seq_lens[b]))
+        pages = block_table[b].long()[t // page]
+        keys = k_pages[pages, :, t % page].double().transpose(0, 1)  # (G, n, d)
+        values = v_pages[pages, :, t % page].double().transpose(0, 1)
+        keys, values = keys.repeat_interleave(rep, 0), values.repeat_interleave(rep, 0)
+        s = torch.einsum("hd,hnd->hn", q[b].double(), keys) / math.sqrt(q.shape[-1])
+        e = torch.exp(s - s.amax(-1, keepdim=True))  # no key at all: nothing to take a max of
+        results.append(torch.einsum("hn,hnd->hd", e / e.sum(-1, keepdim=True), values))
+    return torch.stack(results).to(q.dtype)
+
+
+def test_an_empty_reduction_on_a_case_with_a_length_of_0_asks_for_a_guard():
+    diagnosis = judged("paged_attention", paged_with_no_guard_for_an_empty_sequence).diagnosis
+    assert "This case holds a length of 0 (seq_lens)" in diagnosis, diagnosis
+
+
+def flash_backward_lse_recomputed(q, k, v, out, lse, grad_out, block_size=64, causal=False):
+    n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    q64, o64, g64 = q.double() / math.sqrt(d), out.double(), grad_out.double()
+    query_at = torch.arange(n_q)[:, None] + (n_k - n_q)
+    blocks = []
+    for j in range(0, n_k, block_size):
+        kb, vb = k[..., j:j + block_size, :].double(), v[..., j:j + block_size, :].double()
+        s = q64 @ kb.transpose(-1, -2)
+        if causal:
+            s = s.masked_fill(torch.arange(j, j + kb.shape[-2])[None, :] > query_at, -math.inf)
+        blocks.append((j, kb, vb, s))
+    own_lse = torch.logsumexp(torch.cat([s for *_, s in blocks], dim=-1), dim=-1)  # not lse
+    own_lse = own_lse.masked_fill(torch.isneginf(own_lse), math.inf)[..., None]
+    delta = (g64 * o64).sum(-1, keepdim=True)
+    dq = torch.zeros(q.shape, dtype=torch.float64)
+    dk, dv = torch.zeros(k.shape, dtype=torch.float64), torch.zeros(v.shape, dtype=torch.float64)
+    for j, kb, vb, _ in blocks:
+        s = q64 @ kb.transpose(-1, -2)  # (the product again, after the pass for the lse)
+        if causal:
+            s = s.masked_fill(torch.arange(j, j + kb.shape[-2])[None, :] > query_at, -math.inf)
+        p = torch.exp(s - own_lse)
+        ds = p * (g64 @ vb.transpose(-1, -2) - delta)
+        dq += ds @ kb
+        dk[..., j:j + block_size, :] = ds.transpose(-1, -2) @ q64
+        dv[..., j:j + block_size, :] = p.transpose(-1, -2) @ g64
+    return (dq / math.sqrt(d)).to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+def test_a_pass_that_recomputes_the_given_lse_is_among_the_causes_of_too_much_work():
+    diagnosis = judged("flash_attention_backward", flash_backward_lse_recomputed).diagnosis
+    assert "recompute the lse (it is an argument" in diagnosis, diagnosis
