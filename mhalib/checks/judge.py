@@ -66,7 +66,8 @@ def judge_outputs(exercise, seed: int, suite: str, results: list[dict]) -> Verdi
             detections.append([])
             continue
         problem = output_problem(exercise, case, result)
-        library = library_problem(result.get("meta") or {})
+        library = library_problem(result.get("meta") or {},
+                                  getattr(exercise, "int_counts", False))
         problem = library or problem
         if problem is None:
             continue

@@ -356,6 +356,12 @@ class MultiHeadAttention(Exercise):
             WrongAnswer("softmax_over_heads", "the softmax ran over the head axis (axis 1 of the "
                         "(B, H, N, N) scores): each query's weights over the keys must sum to 1, "
                         "axis=-1.", lambda c: _heads_with(*c.args, axis=1)),
+            WrongAnswer("batch_flattened", "the sequences of the batch were joined into one "
+                        "(x reshaped to (1, B * N, d_model), or its (B * N, d_model) rows used as "
+                        "one sequence), so each token attends to the tokens of every sequence: "
+                        "keep the batch axis, (B, H, N, N) scores, one sequence each.",
+                        lambda c: _reference_mha(c.args[0].reshape(1, -1, c.args[0].shape[-1]),
+                                                 *c.args[1:]).reshape(c.args[0].shape)),
             WrongAnswer("residual_added", "the input x was added to the output (the residual "
                         "connection of a transformer block): this function returns the attention "
                         "output alone.", lambda c: c.args[0] + _reference_mha(*c.args)),

@@ -163,10 +163,11 @@ class PaddingMask(Exercise):
                         "which broadcasts over the queries.",
                         lambda c: _keep(c)[:, None, :, None] & _keep(c)[:, None, None, :]),
             WrongAnswer("full_rows_empty", "the sequences with no padding (lengths[b] == n) "
-                        "got no key at all: a slice counted back from the end, "
-                        "mask[b, ..., :-(n - lengths[b])], is [:-0], that is [:0], an empty "
-                        "slice, when nothing is padded; count from the front, "
-                        "[..., :lengths[b]].",
+                        "got no key at all: a slice counted back from the end by the number of "
+                        "padded keys goes wrong when that number is 0, since -0 is 0: the keys "
+                        "kept, [..., :-(n - lengths[b])], become [:0], none, and the keys "
+                        "blanked, [..., -(n - lengths[b]):], become [0:], all. Count from the "
+                        "front: keep [..., :lengths[b]], blank [..., lengths[b]:].",
                         lambda c: (_keep(c) & (_lengths(c) < c.args[1])[:, None])[:, None, None]),
             WrongAnswer("left_padding", "the real tokens were put at the END of each row (left "
                         "padding): here sequences are padded on the right, so key j is real when "

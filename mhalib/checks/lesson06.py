@@ -479,11 +479,12 @@ class DecodeWithCache(MeasuredExercise):
                         "attends to (appended to the cache before attending, and not sliced away: "
                         "the first t + 1 entries at step t, not t).",
                         stepwise(visible="past")),
-            WrongAnswer("replaced_cache", "each step attends only to the token it adds: the "
-                        "cache holds the newest key and value alone. It was assigned (k_cache = "
-                        "k_new) where it should grow (k_cache = torch.cat([k_cache, k_new], "
-                        "dim=2)), or it was read from slot t only ([:, :, t:t + 1] where "
-                        "[:, :, :t + 1] belongs).",
+            WrongAnswer("replaced_cache", "each step attends only to the token it adds, as if "
+                        "the cache held the newest key and value alone: the step attends over "
+                        "k_new and v_new where the grown cache belongs (the cache kept but not "
+                        "read), or the cache was assigned (k_cache = k_new) where it should "
+                        "grow (k_cache = torch.cat([k_cache, k_new], dim=2)), or it was read "
+                        "from slot t only ([:, :, t:t + 1] where [:, :, :t + 1] belongs).",
                         stepwise(visible="self")),
             WrongAnswer("not_causal", "every token sees the whole sequence, future included: at "
                         "step t attend only to the cache of tokens 0..t.",

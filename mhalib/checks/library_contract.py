@@ -10,9 +10,14 @@ from __future__ import annotations
 WRONG_LIBRARY = "but your function returned"
 
 
-def library_problem(meta: dict) -> str | None:
+def library_problem(meta: dict, counts: bool = False) -> str | None:
     """The contract's library broken: a torch tensor from a numpy lesson, a numpy array from a
-    torch lesson (the values may even be right)."""
+    torch lesson (the values may even be right); for ``counts`` (plain Python ints due), a
+    tensor said as a count that is not an int."""
+    if meta.get("torch_output") and counts:  # (round AI: torch.prod's 0-d tensor, in lesson 06)
+        return (f"counts are plain Python ints, {WRONG_LIBRARY} a torch.Tensor (torch.prod, "
+                "torch.sum or torch.tensor give a 0-d tensor, not a number): compute with "
+                "Python ints (math.prod, *, **), or return int(...) of the tensor")
     if meta.get("torch_output"):
         return (f"this is a numpy lesson (np.ndarray in and out), {WRONG_LIBRARY} a "
                 "torch.Tensor: build the result with numpy, or return t.numpy()")

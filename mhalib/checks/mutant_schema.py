@@ -296,7 +296,8 @@ def _everywhere(where, kinds, said) -> list[Mutant]:
     for kind, places in kinds.items():
         if len(places) < 2:
             continue
-        groups = [places]
+        groups = [_outermost(places)]  # (round AI: `a * d ^ 2 + b * n ^ 2 * d` holds two
+        # ^ nodes, one inside the other; read with ** at the outer one, it mends both)
         if len(places) <= MAX_GROUP and _swap_of(kind) is None:  # (a mix-up: everywhere only)
             groups = [list(g) for size in range(2, len(places) + 1)
                       for g in itertools.combinations(places, size)]
@@ -310,6 +311,13 @@ def _everywhere(where, kinds, said) -> list[Mutant]:
                                 tuple((node, new) for _, node, new in group), union,
                                 _swap_of(kind), said))
     return found
+
+
+def _outermost(places: list) -> list:
+    """``places`` (``(edit id, node, new)``) without those inside another place."""
+    subtrees = [_subtree(node) for _, node, _ in places]
+    return [place for place, inner in zip(places, subtrees)
+            if not any(inner < outer for outer in subtrees)]
 
 
 class _Switchboard(set):

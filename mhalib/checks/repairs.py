@@ -82,7 +82,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         except Exception:
             return False
         return output_problem(exercise, case, result) is None and not library_problem(
-            result["meta"])
+            result["meta"], getattr(exercise, "int_counts", False))
 
     failing = [case for case, entry in zip(cases, entries) if not right(case, entry)]
     if not failing or not callable(func):
@@ -480,7 +480,8 @@ def _whole_statement(mutant) -> tuple[str, str, bool]:
     reads as two fragments each side). Every place is said, as many as the lines listed: a
     place left out of the text would leave its slip in the code. Fragments that overlap (one
     edit inside another's fragment) are said as one expression holding both, both applied."""
-    pairs = [mutant.said(n, e) for n, e in mutant.edits[:8]]
+    pairs = [mutant.said(n, e) for n, e in sorted(mutant.edits[:8], key=lambda edit: (
+        getattr(edit[0], "lineno", 0), getattr(edit[0], "col_offset", 0)))]  # (in line order)
     olds = [old for old, _ in pairs]
     if any(a != b and a in b for a in olds for b in olds):
         together = mutant.said(None, None, together=list(mutant.edits[:8]))

@@ -319,3 +319,40 @@ def flash_backward_lse_recomputed(q, k, v, out, lse, grad_out, block_size=64, ca
 def test_a_pass_that_recomputes_the_given_lse_is_among_the_causes_of_too_much_work():
     diagnosis = judged("flash_attention_backward", flash_backward_lse_recomputed).diagnosis
     assert "recompute the lse (it is an argument" in diagnosis, diagnosis
+
+
+def crossover_as_a_tensor(d_model):
+    return torch.tensor(2) * d_model  # a 0-d tensor, not an int
+
+
+def test_a_count_returned_as_a_tensor_is_said_as_a_count_not_as_a_numpy_lesson():
+    diagnosis = judged("crossover_seq_len", crossover_as_a_tensor).diagnosis
+    assert "counts are plain Python ints" in diagnosis, diagnosis
+    assert "numpy lesson" not in diagnosis
+
+
+def padding_mask_blanking_from_the_end(lengths, n):
+    lengths = np.asarray(lengths)
+    keep = np.ones((len(lengths), n), dtype=bool)
+    for b, length in enumerate(lengths):
+        keep[b, -(n - int(length)):] = False  # -0: is the whole row
+    return keep[:, None, None, :]
+
+
+def test_a_slice_from_the_end_by_a_count_of_0_is_said_for_the_keys_blanked_too():
+    diagnosis = judged("padding_mask", padding_mask_blanking_from_the_end).diagnosis
+    assert "[..., -(n - lengths[b]):], become [0:], all" in diagnosis, diagnosis
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_power_typed_as_xor_in_more_places_than_a_group_holds_is_mended_everywhere():
+    def flops_with_carets(seq_len, d_model):
+        t, w = seq_len, d_model
+        counts = {"qkv_projections": 6 * t * w ^ 2, "scores": 2 * t ^ 2 * w,
+                  "weighted_sum": 2 * t ^ 2 * w, "output_projection": 2 * t * w ^ 2}
+        counts["total"] = 8 * t * w ^ 2 + 4 * t ^ 2 * w  # two ^, one inside the other
+        return counts
+
+    repair, verdict = repaired("mha_flops", flops_with_carets)
+    assert repair is not None, verdict.diagnosis
+    assert "`^` is XOR in Python" in verdict.diagnosis, verdict.diagnosis

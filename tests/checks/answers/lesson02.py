@@ -244,6 +244,12 @@ def mha_plus_residual(x, w_q, w_k, w_v, w_o, num_heads):
     return x + mha_composed(x, w_q, w_k, w_v, w_o, num_heads)
 
 
+def mha_batch_as_one_sequence(x, w_q, w_k, w_v, w_o, num_heads):
+    batch, n, d_model = x.shape
+    rows = x.reshape(batch * n, d_model)[None]  # (1, B * N, d_model): one long sequence
+    return mha_composed(rows, w_q, w_k, w_v, w_o, num_heads).reshape(batch, n, d_model)
+
+
 def mha_scale_d_head_no_sqrt(x, w_q, w_k, w_v, w_o, num_heads):
     return _mha(x, w_q, w_k, w_v, w_o, num_heads, split_reshape_transpose,
                 merge_transpose_reshape, scale=num_heads / x.shape[-1])
@@ -385,6 +391,7 @@ WRONG = {
         "returns_weights_too": mha_with_weights,
         "softmax_over_heads": mha_softmax_axis_1,
         "residual_added": mha_plus_residual,
+        "batch_flattened": mha_batch_as_one_sequence,
         "scale_by_d_head": mha_scale_d_head_no_sqrt,
         "heads_and_width_swapped": mha_width_as_heads,
         "projection_weight_reused": mha_copy_paste,
