@@ -13,6 +13,11 @@ from mhalib.checks.edit_nodes import MAX_OPERANDS, _copies_of_one_term, _hinted,
 REGROUPED = ("the same operands grouped otherwise: check the parentheses (Python reads `**` "
              "before `*` and `/`, and those before `+` and `-`)")
 # (round AE: -(b - r) for (-b - r) took the other root: a sign, which parentheses also move)
+# (round AK: d * d + 1 mended as d * (d + 1) was a bias of d numbers counted as one)
+REGROUPED_PER_FACTOR = ("the same operands grouped otherwise: either the parentheses are the "
+                        "slip, or a term was left out of a product it belongs in (in a count: "
+                        "once where it belongs once per unit of that factor, a bias of d "
+                        "numbers counted as 1)")
 REGROUPED_SIGN = ("the same operands grouped otherwise, which turns the sign of a term "
                   "(-(a - b) is -a + b): the slip is that sign or the parentheses")
 
@@ -36,9 +41,21 @@ def _regroupings(node: ast.BinOp):
             seen.add(ast.dump(parsed))
             regrouped = _unmasked(parsed, operands)
             if _number_pairs(regrouped) <= _number_pairs(node):
-                signs = _negated_groups(parsed) != _negated_groups(
-                    ast.parse(text, mode="eval").body)
-                yield _hinted(regrouped, REGROUPED_SIGN if signs else REGROUPED)
+                plain = ast.parse(text, mode="eval").body
+                signs = _negated_groups(parsed) != _negated_groups(plain)
+                yield _hinted(regrouped, REGROUPED_SIGN if signs else REGROUPED_PER_FACTOR
+                              if _factor_spread(plain, parsed) else REGROUPED)
+
+
+def _factor_spread(before: ast.AST, after: ast.AST) -> bool:
+    """True for ``a * b + c`` read as ``a * (b + c)``: a factor that now multiplies a term it
+    did not (not ``h + 1 * d`` read as ``(h + 1) * d``, a slice's end)."""
+    sums = (ast.Add, ast.Sub)
+    return (isinstance(before, ast.BinOp) and isinstance(before.op, sums)
+            and isinstance(before.left, ast.BinOp) and isinstance(before.left.op, ast.Mult)
+            and isinstance(after, ast.BinOp) and isinstance(after.op, ast.Mult)
+            and any(isinstance(side, ast.BinOp) and isinstance(side.op, sums)
+                    for side in (after.left, after.right)))
 
 
 def _negated_groups(tree) -> int:

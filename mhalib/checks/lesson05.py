@@ -150,8 +150,10 @@ class CrossoverSeqLen(Exercise):
                         "products were counted at 1 FLOP per multiply-add while the projections "
                         "were counted at 2. With both N^2 terms at 2 FLOPs per multiply-add, "
                         "4 N^2 d = 8 N d^2 and N = 2 d_model.", times(4)),
-            WrongAnswer("inverted_ratio", "that is d_model / 2: the equation 4 N^2 d = 8 N d^2 was "
-                        "solved upside down. Divide both sides by 4 N d: N = 2 d.",
+            WrongAnswer("inverted_ratio", "that is d_model / 2: either the equation 4 N^2 d = "
+                        "8 N d^2 was solved upside down, or the N^2 terms were compared with one "
+                        "projection (4 N^2 d = 2 N d^2) where all four belong (Q, K, V and the "
+                        "output: 8 N d^2). Divide both sides by 4 N d: N = 2 d.",
                         times(0.5)),
             WrongAnswer("zero_root", "that is 0, the other root of 4 N^2 d = 8 N d^2 (N = 0 "
                         "makes both sides 0): take the positive root, or divide both sides by "

@@ -306,7 +306,9 @@ class AttentionBackwardFlops(CountSearch, Exercise):
                         "grad_out, grad_p = grad_out v^T, grad_q = grad_s k and grad_k = grad_s^T "
                         "q are 2 N^2 d each, 8 N^2 d.", model(products=3)),
             WrongAnswer("multiply_add_as_one", "every count is half the expected: a multiply-add "
-                        "is 2 FLOPs, so an (N, d) @ (d, N) product costs 2 N^2 d.",
+                        "counted as 1 FLOP (it is 2, so an (N, d) @ (d, N) product costs "
+                        "2 N^2 d), or the count halved for a causal mask (this count is the "
+                        "dense backward: no saving for masked entries).",
                         model(per_mac=1)),
         ]
 

@@ -356,3 +356,19 @@ def test_a_power_typed_as_xor_in_more_places_than_a_group_holds_is_mended_everyw
     repair, verdict = repaired("mha_flops", flops_with_carets)
     assert repair is not None, verdict.diagnosis
     assert "`^` is XOR in Python" in verdict.diagnosis, verdict.diagnosis
+
+
+def test_a_regrouping_that_spreads_a_factor_over_an_added_term_offers_a_term_per_entry():
+    from mhalib.checks.edit_nodes import HINT
+    from mhalib.checks.edit_regroupings import REGROUPED_PER_FACTOR, _regroupings
+
+    node = ast.parse("width * width + extra", mode="eval").body
+    said = {ast.unparse(new): getattr(new, HINT, "") for new in _regroupings(node)}
+    assert said.get("width * (width + extra)") == REGROUPED_PER_FACTOR, said
+    power = ast.parse("d ** 1 / 2", mode="eval").body
+    assert REGROUPED_PER_FACTOR not in {getattr(new, HINT, "") for new in _regroupings(power)}
+    slice_end = ast.parse("h + 1 * d_head", mode="eval").body
+    assert REGROUPED_PER_FACTOR not in {getattr(new, HINT, "") for new in _regroupings(slice_end)}
+    from mhalib.checks.repairs import MAX_FRAGMENT
+
+    assert len(REGROUPED_PER_FACTOR) <= 2 * MAX_FRAGMENT  # (a record keeps no longer hint)
