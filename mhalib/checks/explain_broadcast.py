@@ -96,6 +96,12 @@ def _new_axis_on_the_same_side(shapes_text: str) -> str:
             "a row (x[:, None] against y[None, :]).")
 
 
+def _tensor_axis(name: str) -> tuple[str, int | None]:
+    """``("x", 2)`` for a size named ``x.shape[2]``; ``(name, None)`` for any other name."""
+    match = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", name)
+    return (match.group(1), int(match.group(2))) if match else (name, None)
+
+
 def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     """When one of ``a``, ``b`` is an input's own size at the clashing dimension ``dim``
     (``x.shape[dim]``) and the other that input's size one axis over: the other operand's axis
@@ -103,10 +109,9 @@ def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     H; a per-row weight (B, H, N) against out (B, H, N, d) meets d), in words; else ''."""
     for own, other in ((a, b), (b, a)):
         for name in names_of(own, named):
-            match = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", name)
-            if not match or int(match.group(2)) != dim:
+            tensor, axis = _tensor_axis(name)
+            if axis != dim:
                 continue
-            tensor = match.group(1)
             for j in (dim - 1, dim + 1):
                 if f"{tensor}.shape[{j}]" not in names_of(other, named):
                     continue
@@ -130,9 +135,8 @@ def _features_kept(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     words; else ''."""
     for own in (a, b):
         for name in names_of(own, named):
-            match = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", name)
-            if not match or int(match.group(2)) != dim or \
-                    f"{match.group(1)}.shape[{dim + 1}]" in named:
+            tensor, axis = _tensor_axis(name)
+            if axis != dim or f"{tensor}.shape[{dim + 1}]" in named:
                 continue
             return (f"If the operand with {own} ({name}, the feature width) on the last "
                     "axis is meant to hold one value per row (a row sum, maximum or log-sum-exp "

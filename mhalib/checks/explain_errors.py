@@ -132,12 +132,11 @@ def _matmul(exercise, case, last, line, named):
         a, b = int(numbers.group(1)), int(numbers.group(2))
         sizes = f" ({_say(a, named)} against {_say(b, named)})"
     reason = f"a matrix product got operands whose inner sizes differ{sizes}"
-    sliced = _block_on_the_other_axis(line)
     if _DOT_T.search(line):
         reason += (": .T reverses every axis of a batched array, so (B, N, d) becomes "
                    "(d, N, B); swap only the last two (np.swapaxes(k, -1, -2) or "
                    "k.transpose(-2, -1)).")
-    elif sliced:
+    elif sliced := _block_on_the_other_axis(line):
         reason += f": {sliced}."
     else:
         reason += ": check which axes each operand has at that line (a transpose missing or "\
@@ -345,8 +344,8 @@ def _empty_inputs(exercise, case) -> str:
         if shape is not None and 0 in tuple(shape):
             return f"an input with an axis of 0 entries ({name})"
         kind = getattr(getattr(value, "dtype", None), "kind", "")
-        if shape is not None and len(shape) == 1 and kind in "iu" and kind and \
-                "len" in name and (np.asarray(value) == 0).any():
+        if kind in ("i", "u") and len(shape) == 1 and "len" in name and \
+                (np.asarray(value) == 0).any():
             return f"a length of 0 ({name})"
     return ""
 
