@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 
-from mhalib.checks.case_inputs import parameter_names
+from mhalib.checks.case_inputs import parameter_names, sizes
 from mhalib.checks.explain_sizes import as_many_as, products, quotients
 
 
@@ -84,6 +84,9 @@ def reshape(exercise, case, last, line, named, others=()):
                 "one of its other sizes is wrong (is it a head count or a head width of another "
                 "tensor?).")
     product = math.prod(shape)
+    whole = _output_shaped(exercise, case, shape, size)
+    if whole:
+        return whole
     given = {name for name in parameter_names(exercise) if name in named}
     base, named = named, _with_parts(named)
     candidates = _misfits(shape, size, named)
@@ -103,6 +106,46 @@ def reshape(exercise, case, last, line, named, others=()):
     return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "
             "values: one of the sizes it uses is wrong (another tensor's or axis's size, or sizes "
             "combined with the wrong operator).")
+
+
+def _ratio(shape: list[int], size: int) -> tuple[int, bool] | None:
+    """``(k, more)``: a tensor of ``size`` values holds k times more (or fewer) than ``shape``."""
+    product = math.prod(shape)
+    if not product or not size or size % product and product % size:
+        return None
+    return (size // product, True) if size > product else (product // size, False)
+
+
+def _output_shaped(exercise, case, shape: list[int], size: int):
+    """A reshape to the very shape of the right output whose tensor holds a whole multiple (or
+    fraction) of its values: the sizes are right and an earlier step made the tensor wrong
+    (round AK: v never split into heads, so the weights of H heads met all of v's d_model
+    columns and the merge got num_heads times the values)."""
+    from mhalib.checks.exercise import expected_of
+
+    try:
+        expected = expected_of(exercise, case)
+    except Exception:
+        return None
+    product, found = math.prod(shape), _ratio(shape, size)
+    if tuple(shape) != tuple(getattr(expected, "shape", ())) or found is None:
+        return None
+    ratio, more = found
+    named = {name: value for name, value in sizes(exercise, case).items() if value == ratio}
+    heads = any("head" in name for name in named)
+    cause = ("most likely a tensor that kept its full width where one head's belongs (one of q, "
+             "k or v never split into heads, whose axes then broadcast against the others' "
+             "heads), or another axis broadcast against one it should not meet"
+             if heads and more else "an axis kept, or a size used, where the contract has "
+             "another (two axes broadcast against each other)")
+    if not more:
+        cause = "an axis summed, sliced or averaged away, or one head's width where all belong"
+    return ("reshape_output", f"a reshape to {tuple(shape)}, the output's own shape, got a "
+            f"tensor of {size} values, {as_many_as(ratio, named)} times "
+            f"{'as many as' if more else 'fewer than'} its {product}: the reshape's sizes are "
+            f"right, the tensor is not: a step before it made it too "
+            f"{'large' if more else 'small'}: {cause}. Print the shapes of the tensors it was "
+            "made from.")
 
 
 def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:

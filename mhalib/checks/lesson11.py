@@ -337,7 +337,7 @@ def not_chunked(case, meta: dict) -> bool:
 
 
 def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="bottom_right",
-                    drop_partial=False, scale=None, output_projection=True):
+                    drop_partial=False, scale=None, output_projection=True, transpose=True):
     """Chunked causal self-attention with knobs (torch, float64 inputs).
 
     ``mask``: "bottom_right" (right), "top_left" (query i of a chunk sees keys 0..i: SDPA's
@@ -347,7 +347,8 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
     attended before appending them; the first chunk's rows are zeros),
     "cache_only_bottom_right" (the same, with the bottom-right mask of (C, cache) applied to
     the cache alone: key j visible to position p when j <= p - C); ``drop_partial``: the last
-    partial chunk gives zero rows.
+    partial chunk gives zero rows; ``transpose=False``: each chunk's (B, C, d_model) split into
+    (B, H, C, d_head) and merged back by plain reshapes.
     """
     import torch
 
@@ -355,8 +356,12 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
     d_head = d_model // num_heads
     scale = 1 / math.sqrt(d_head) if scale is None else scale
 
-    def split(t):
-        return t.reshape(batch, -1, num_heads, d_head).transpose(1, 2)
+    def split(t):  # (B, T, d_model) -> (B, H, T, d_head), one chunk at a time
+        bounds = range(0, n, chunk_size)
+        if transpose:
+            return t.reshape(batch, -1, num_heads, d_head).transpose(1, 2)
+        return torch.cat([t[:, s:s + chunk_size].reshape(batch, num_heads, -1, d_head)
+                          for s in bounds], dim=2)
 
     q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)  # (B, H, N, d_head)
     out = torch.zeros((batch, num_heads, n, d_head), dtype=x.dtype)
@@ -381,7 +386,11 @@ def chunked_variant(x, w_q, w_k, w_v, w_o, num_heads, chunk_size, *, mask="botto
             allowed = keys <= rows
         scores = scores.masked_fill(~allowed, -torch.inf)
         out[:, :, start:stop] = softmax_rows(scores) @ v[:, :, first_key:stop]
-    merged = out.transpose(1, 2).reshape(batch, n, d_model)
+    if transpose:
+        merged = out.transpose(1, 2).reshape(batch, n, d_model)
+    else:
+        merged = torch.cat([out[:, :, s:s + chunk_size].reshape(batch, -1, d_model)
+                            for s in range(0, n, chunk_size)], dim=1)
     return merged @ w_o if output_projection else merged
 
 
@@ -539,6 +548,11 @@ class ChunkedPrefill(MeasuredExercise):
                         variant(scale=1.0)),
             WrongAnswer("no_output_projection", "the merged heads were returned without the "
                         "output projection w_o.", variant(output_projection=False)),
+            WrongAnswer("heads_without_transpose", "each chunk's heads were split by a plain "
+                        "reshape of (B, C, d_model) to (B, H, C, d_head) and merged back the "
+                        "same way, so heads and tokens are mixed: reshape to (B, C, H, "
+                        "d_head), then .transpose(1, 2) (and transpose back before the merge).",
+                        variant(transpose=False)),
         ]
 
 

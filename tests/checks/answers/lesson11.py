@@ -390,6 +390,24 @@ def prefill_skips_tail_zero_rows(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
     return out @ w_o
 
 
+def prefill_heads_reshaped(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
+    """Heads split per chunk by reshape(b, H, c, d_head) and merged by reshape: no transpose."""
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+    keys, values, rows = [], [], []
+    for start in range(0, n, chunk_size):
+        xc = x[:, start:start + chunk_size].double()
+        c = xc.shape[1]
+        q = (xc @ w_q.double()).reshape(b, num_heads, c, d_head)
+        keys.append((xc @ w_k.double()).reshape(b, num_heads, c, d_head))
+        values.append((xc @ w_v.double()).reshape(b, num_heads, c, d_head))
+        k, v = torch.cat(keys, dim=2), torch.cat(values, dim=2)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(d_head)
+        hidden = torch.ones(c, k.shape[2], dtype=torch.bool).triu(k.shape[2] - c + 1)
+        rows.append((torch.softmax(s.masked_fill(hidden, -math.inf), -1) @ v).reshape(b, c, -1))
+    return (torch.cat(rows, dim=1) @ w_o.double()).to(x.dtype)
+
+
 # -- calling the answer key ----------------------------------------------------------------------
 def intensity_from_reference(num_heads, num_kv_heads, head_dim, seq_len, batch_size=1,
                              bytes_per_element=2):
@@ -465,6 +483,7 @@ WRONG = {
         "drops_last_partial_chunk": prefill_skips_tail,
         "no_scale": prefill_unscaled,
         "no_output_projection": prefill_no_w_o,
+        "heads_without_transpose": prefill_heads_reshaped,
     },
 }
 
