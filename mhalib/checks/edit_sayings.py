@@ -102,6 +102,9 @@ def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, s
     while id(shown) in parents and len(_render(shown, aliases)) < least and not isinstance(
             parents[id(shown)], (ast.stmt, ast.comprehension, ast.arguments)):
         shown = parents[id(shown)]
+    while id(shown) in parents and isinstance(shown, ast.Tuple) and isinstance(
+            parents[id(shown)], ast.Subscript):
+        shown = parents[id(shown)]  # (round AN: `(:, h % n_rep)` is no code; `x[:, h % n_rep]`)
     old, new_text = _render(shown, aliases), _render(_replaced(shown, node, new), aliases)
     if len(old) > MAX_SAID or len(new_text) > MAX_SAID:
         old, new_text, shown = _render(node, aliases), _render(new, aliases), node

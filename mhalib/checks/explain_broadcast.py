@@ -131,17 +131,28 @@ def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
 def _features_kept(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     """When one of ``a``, ``b`` is an input's feature width (its last axis, at the clashing
     ``dim``): a value meant per row that may have kept its features (round AG: delta =
-    (dO * O).sum(dim=-2, keepdim=True), (..., 1, d), against the (..., N_q, block) scores), in
-    words; else ''."""
+    (dO * O).sum(dim=-2, keepdim=True), (..., 1, d), against the (..., N_q, block) scores), or
+    a per-row value that kept the other operand's last axis (round AN: the
+    running sum l = p.sum(dim=-2, keepdim=True), (..., 1, block), against the (..., N, d)
+    output), in words; else ''."""
     for own in (a, b):
         for name in names_of(own, named):
             tensor, axis = _tensor_axis(name)
             if axis != dim or f"{tensor}.shape[{dim + 1}]" in named:
                 continue
+            other = b if own == a else a
+            other_names = [n for n in names_of(other, named) if n != name]
+            called = f" ({other_names[0]})" if other_names else ""
+            # (an axis just before the features, the rows themselves, is one place off, a
+            # per-row value that lost its trailing axis: round AL's l.sum(-1) without keepdim)
+            rows = any(_tensor_axis(n)[1] == dim - 1 for n in other_names)
+            kept = (f" If instead the operand with {other}{called} on the last axis is the "
+                    "per-row value, it kept that axis: it was reduced over another axis "
+                    "(dim=-2) where dim=-1 belongs." if other > 1 and not rows else "")
             return (f"If the operand with {own} ({name}, the feature width) on the last "
                     "axis is meant to hold one value per row (a row sum, maximum or log-sum-exp "
                     "kept with keepdim=True), it still has its features: a sum over another "
-                    "axis (dim=-2) where the features (dim=-1) belong leaves them.")
+                    "axis (dim=-2) where the features (dim=-1) belong leaves them." + kept)
     return ""
 
 

@@ -13,9 +13,11 @@ import numpy as np
 from mhalib.checks.case_inputs import answer_defaults, parameter_names
 from mhalib.checks.explain_broadcast import DOT_T as _DOT_T
 from mhalib.checks.explain_broadcast import broadcast as _broadcast
+from mhalib.checks.explain_indexing import boolean_index as _boolean_index
+from mhalib.checks.explain_indexing import index as _index
 from mhalib.checks.explain_reshape import empty_reshape, reshape
 from mhalib.checks.explain_sizes import as_many_as as _say
-from mhalib.checks.explain_sizes import names_of, quotients
+from mhalib.checks.explain_sizes import quotients
 
 _LINE = re.compile(r" in your line `(.*)`$")
 
@@ -255,6 +257,14 @@ def _library_mixup(exercise, case, last, line, named):
         return ("diagonal_for_diag", "diagonal() reads the diagonal out of a matrix (2-D at "
                 "least), and the argument here is a vector: to build a diagonal matrix from a "
                 "vector, use np.diag(v) (torch.diag(v), or torch.diag_embed for a batch).")
+    if re.search(r"\b(diag|outer)\(", line) and re.search(
+            r"diag\(\): Supports 1D or 2D tensors|Input must be 1- or 2-d|outer: Expected 1-D "
+            r"argument", last):
+        return ("one_row_recipe", "diag and outer take one vector (diag also one matrix): on "
+                "a stack of rows (..., n) they raise, so a recipe written for one row (diag(p) - "
+                "outer(p, p)) does not batch. Build the batch with the axes spelled out: "
+                "torch.diag_embed(p) (or p[..., :, None] * eye(n)) for the diagonal matrices, "
+                "p[..., :, None] * p[..., None, :] for the outer products.")
     if re.search(r"unsupported ScalarType|can't convert (cuda|mps)|Can't call numpy\(\) on "
                  r"Tensor", last):
         return ("numpy_round_trip", "a numpy function was applied to a torch tensor, which "
@@ -275,37 +285,6 @@ def _expand(exercise, case, last, line, named):
             f"{_say(have, named)} (asked for {_say(want, named)}): insert a new axis of size 1 "
             "where the copies go (x[:, :, None].expand(B, G, n_rep, N, d)), then reshape, or "
             "use repeat_interleave.")
-
-
-def _index(exercise, case, last, line, named):
-    match = re.search(r"index (-?\d+) is out of bounds for (?:dimension|axis) (\d+) with size "
-                      r"(\d+)", last)
-    if not match:
-        return None
-    index, axis, size = (int(g) for g in match.groups())
-    pool = any(name.endswith("_pages.shape[0]") for name in names_of(size, named))
-    return ("index", f"an index your code computed ({index}) is past the end of an axis of "
-            f"{_say(size, named)} entries: check the formula that makes the indices (which size "
-            "it divides or multiplies by, and whether it counts from 0)" + (
-                f". That axis is the pool's {size} pages, so a page number was computed where it "
-                "must be read: key t's page is block_table[b, t // page_size] (a sequence's "
-                "pages can be anywhere in the pool; counting on from its first page, first + 1, "
-                "first + 2..., runs past the pool)" if pool else "") + ".")
-
-
-def _boolean_index(exercise, case, last, line, named):
-    match = re.search(r"boolean index did not match indexed array along (?:axis|dimension) "
-                      r"(\d+); size of (?:axis|dimension) is (\d+) but size of corresponding "
-                      r"boolean (?:axis|dimension) is (\d+)", last) or re.search(
-        r"The shape of the mask \[([\d, ]*)\] at index (\d+) does not match the shape of the "
-        r"indexed tensor \[([\d, ]*)\]", last)
-    if not match:
-        return None
-    return ("boolean_index", "a boolean mask used as an index (x[mask] = ..., x[~mask]) must "
-            "have exactly the shape of what it indexes: indexing does not broadcast, so a mask "
-            "of size 1 along an axis (a (B, 1, 1, N_k) padding mask against (B, H, N_q, N_k) "
-            "scores) does not fit. Use np.where(mask, x, -np.inf) or x.masked_fill(~mask, "
-            "-inf), which broadcast.")
 
 
 def _assertion(exercise, case, last, line, named):

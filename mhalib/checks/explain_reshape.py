@@ -62,6 +62,27 @@ def _fits_everywhere(position: int, fits: int, named: dict[str, int], others) ->
     return True
 
 
+def _fit_names(position: int, fits: int, full: dict[str, int], others) -> list[str]:
+    """The names of the size that mends ``position`` on this case and on every other case that
+    raised the same reshape error (none when no other case did: a size of 2 alone may be any
+    name's). The error's own numbers may have ruled a name out as a coincidence where it stood
+    for another size (round AM: the batch of 2 beside a last chunk of 2 queries, N %
+    chunk_size, which the reshape wanted)."""
+    names = [name for name, value in full.items() if value == fits]
+    if not others:
+        return []
+    for their, text in others:
+        reported = _reshape_sizes(text)
+        if reported is None or len(reported[0]) <= position:
+            return []
+        their = _with_parts(their, ones=True)
+        there = [f for i, _, f in _misfits(*reported, their) if i == position]
+        if not there:
+            return []
+        names = [name for name in names if their.get(name) == there[0]]
+    return names
+
+
 def empty_reshape(exercise, case, last, line, named):
     """A -1 among the sizes of a reshape of an empty tensor: any size fits, so none is
     inferred."""
@@ -89,18 +110,25 @@ def reshape(exercise, case, last, line, named, others=()):
         return whole
     given = {name for name in parameter_names(exercise) if name in named}
     base, named = named, _with_parts(named)
-    candidates = _misfits(shape, size, named)
-    candidates = [c for c in candidates if _fits_everywhere(c[0], c[2], named, others)] or \
+    full = {**_with_parts(sizes(exercise, case)), **named}
+    candidates = _misfits(shape, size, full)
+    candidates = [c for c in candidates if _fits_everywhere(c[0], c[2], full, others)] or \
         candidates
     chosen = [c for c in candidates if not any(named[g] == c[1] for g in given)] or candidates
+
+    def right(i: int, fits: int) -> str:
+        names = _fit_names(i, fits, full, others)
+        return f"{fits} (as many as {' = '.join(names[:2])})" if names else \
+            as_many_as(fits, named)
+
     if len(chosen) == 1:
         i, entry, fits = chosen[0]
         return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
                 f"{size}: its size {as_many_as(entry, named)} at position {i} should be "
-                f"{as_many_as(fits, named)} for this tensor{_made_of(entry, fits, base)}.")
+                f"{right(i, fits)} for this tensor{_made_of(entry, fits, base)}.")
     if chosen:
         said = " or ".join(f"the {as_many_as(entry, named)} at position {i} should be "
-                           f"{as_many_as(fits, named)}" for i, entry, fits in chosen[:3])
+                           f"{right(i, fits)}" for i, entry, fits in chosen[:3])
         return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
                 f"{size}: one size is wrong: {said}.")
     return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of {size} "

@@ -43,9 +43,11 @@ from mhalib.checks.edit_nodes import (
 from mhalib.checks.edit_regroupings import _regroupings
 from mhalib.checks.edit_sayings import _size, _validator, parents_of
 
+# (% and // taken for one another: an index's group h // n_rep written h % n_rep, round AN)
 _OPERATOR_SWAPS = {
     ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add,), ast.Mult: (ast.Add, ast.Div),
-    ast.Div: (ast.Mult, ast.FloorDiv), ast.FloorDiv: (ast.Div, ast.Mult), ast.Pow: (ast.Mult,),
+    ast.Div: (ast.Mult, ast.FloorDiv), ast.FloorDiv: (ast.Div, ast.Mult, ast.Mod),
+    ast.Pow: (ast.Mult,), ast.Mod: (ast.FloorDiv,),
 }
 _COMPARE_SWAPS = {
     ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),

@@ -4,14 +4,23 @@ one out, said as that entry and not as a sum over the wrong axis; a reshape to t
 shape whose tensor holds a whole multiple of its values, said as a tensor made too large
 before it (a v never split into heads) and not as a size of the reshape; chunked prefill with
 each chunk's heads split and merged by plain reshapes (a model of its own, fixture in
-``answers/lesson11.py``)."""
+``answers/lesson11.py``); after round AM, a reshape size that should be the last chunk's length,
+said as that length although the batch has the same size; an index written at one axis of an
+argument and meant for another, said with the subscript's axes swapped; after round AN, % where
+// belongs among the search's operator swaps; diag and outer of one row used on a batch of
+rows; a running sum that kept the keys' axis beside a value that kept the features."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
+import torch
 
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.probe import probe
+from tests.checks.repair_harness import searching  # noqa: F401 (fixture)
 
 
 def judged(exercise: str, func, seed: int = 1):
@@ -97,3 +106,112 @@ def test_a_reshape_whose_own_size_is_wrong_is_still_said_as_that_size():
     verdict = judged("multi_head_attention", mha_merged_into_a_wrong_width)
     assert not verdict.passed
     assert "the output's own shape" not in verdict.diagnosis, verdict.diagnosis
+
+
+def prefill_rows_reshaped_to_a_whole_chunk(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+    dtype = torch.promote_types(x.dtype, torch.float32)
+
+    def heads(t):  # (b, c, d_model) -> (b, H, c, d_head)
+        return t.reshape(b, t.shape[1], num_heads, d_head).transpose(1, 2).to(dtype)
+
+    keys, values, rows = [], [], []
+    for start in range(0, n, chunk_size):
+        xc = x[:, start:start + chunk_size]
+        keys.append(heads(xc @ w_k))
+        values.append(heads(xc @ w_v))
+        k, v = torch.cat(keys, dim=2), torch.cat(values, dim=2)
+        s = heads(xc @ w_q) @ k.transpose(-1, -2) / math.sqrt(d_head)
+        c, t = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(~torch.ones(c, t, dtype=torch.bool).tril(t - c), -math.inf)
+        ctx = torch.softmax(s, dim=-1) @ v  # (b, H, c, d_head)
+        rows.append(ctx.transpose(1, 2).reshape(b, chunk_size, d_model))  # c rows, not chunk_size
+    return torch.cat(rows, dim=1).to(x.dtype) @ w_o
+
+
+def test_a_reshape_size_that_should_be_the_last_chunk_s_length_is_said_as_that_length():
+    verdict = judged("chunked_prefill", prefill_rows_reshaped_to_a_whole_chunk)
+    assert not verdict.passed
+    assert "should be" in verdict.diagnosis and "(as many as N % chunk_size)" in \
+        verdict.diagnosis, verdict.diagnosis
+
+
+def paged_with_table_indices_crossed(q, k_pages, v_pages, block_table, seq_lens):
+    bsz, h, d = q.shape
+    g, page = k_pages.shape[1], k_pages.shape[2]
+    out = torch.zeros(bsz, h, d, dtype=torch.float64)
+    for seq in range(bsz):
+        n = int(seq_lens[seq])
+        keys, vals = [], []
+        for t in range(n):
+            where = block_table[t // page, seq]  # (page, sequence): the table's axes crossed
+            keys.append(k_pages[where, :, t % page].double())  # (G, d)
+            vals.append(v_pages[where, :, t % page].double())
+        if not keys:
+            continue
+        k = torch.stack(keys, 1).repeat_interleave(h // g, 0)  # (H, n, d)
+        v = torch.stack(vals, 1).repeat_interleave(h // g, 0)
+        w = torch.softmax(torch.einsum("hd,hnd->hn", q[seq].double(), k) / math.sqrt(d), -1)
+        out[seq] = torch.einsum("hn,hnd->hd", w, v)
+    return out.to(q.dtype)
+
+
+def test_an_index_meant_for_another_axis_of_an_argument_is_said_with_the_axes_swapped():
+    verdict = judged("paged_attention", paged_with_table_indices_crossed)
+    assert not verdict.passed
+    assert "index `t // page`" in verdict.diagnosis, verdict.diagnosis
+    assert "block_table[seq, t // page]" in verdict.diagnosis, verdict.diagnosis
+
+
+def repeat_kv_groups_by_remainder(x, n_rep):
+    b, g, n, d = x.shape
+    heads = [x[:, h % n_rep] for h in range(g * n_rep)]  # h // n_rep is head h's group
+    return torch.stack(heads, dim=1)
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_remainder_where_a_floor_division_belongs_is_mended_by_the_search():
+    verdict = judged("repeat_kv", repeat_kv_groups_by_remainder)
+    assert not verdict.passed
+    assert "write `x[:, h // n_rep]` where your code has `x[:, h % n_rep]`" in verdict.diagnosis, \
+        verdict.diagnosis
+
+
+def softmax_backward_one_row_jacobian(weights, grad_weights):
+    jac = torch.diag(weights) - torch.outer(weights, weights)  # (n, n): one row's Jacobian
+    return grad_weights @ jac
+
+
+def test_a_one_row_recipe_of_diag_and_outer_on_a_batch_is_said_as_not_batching():
+    verdict = judged("softmax_backward", softmax_backward_one_row_jacobian)
+    assert not verdict.passed
+    assert "diag_embed" in verdict.diagnosis and "does not batch" in verdict.diagnosis, \
+        verdict.diagnosis
+
+
+def online_softmax_row_sums_over_queries(q, k, v, block_size=64, causal=False):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    scale = q.shape[-1] ** -0.5
+    m = torch.full(q.shape[:-1] + (1,), -math.inf, dtype=torch.float64)
+    total = torch.zeros(q.shape[:-2] + (1, 1), dtype=torch.float64)
+    acc = torch.zeros(q.shape, dtype=torch.float64)
+    for start in range(0, n_k, block_size):
+        s = q.double() @ k[..., start:start + block_size, :].double().transpose(-1, -2) * scale
+        if causal:
+            keys = torch.arange(start, min(start + block_size, n_k))
+            s = s.masked_fill(keys > torch.arange(n_q)[:, None] + n_k - n_q, -math.inf)
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+        p = torch.exp(s - m_new)
+        alpha = torch.exp(m - m_new)
+        total = total * alpha + p.sum(dim=-2, keepdim=True)  # over the queries: (..., 1, block)
+        acc = acc * alpha + p @ v[..., start:start + block_size, :].double()
+        m = m_new
+    return (acc / total).to(q.dtype)
+
+
+def test_a_running_sum_that_kept_the_keys_is_among_the_readings_of_a_broadcast_clash():
+    verdict = judged("online_softmax_attention", online_softmax_row_sums_over_queries)
+    assert not verdict.passed
+    assert "If instead the operand with" in verdict.diagnosis, verdict.diagnosis
+    assert "it kept that axis" in verdict.diagnosis, verdict.diagnosis
