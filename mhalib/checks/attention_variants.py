@@ -98,13 +98,16 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
     """Token-by-token decoding; ``visible`` says which keys step t attends to:
     "cache" (0..t, right), "first" (key 0 only: a top-left causal mask on one query),
     "past" (0..t-1: the new token not yet in the cache), "all" (0..N-1: no causality),
-    "self" (t only: a cache replaced by each new token instead of grown)."""
+    "self" (t only: a cache replaced by each new token instead of grown). ``scale``: None =
+    1/sqrt(d_head); "keys" = 1/sqrt(the keys step t attends to), the cache's length read for
+    the head width; a number = that factor."""
     import torch
 
     batch, n, d_model = x.shape
     d_head = d_model // num_heads
     n_rep = num_heads // num_kv_heads
-    scale = 1 / math.sqrt(d_head) if scale is None else scale
+    per_step = scale == "keys"
+    scale = 1 / math.sqrt(d_head) if scale is None or per_step else scale
     k = _split(x @ w_k, num_kv_heads)  # (B, G, N, d_head)
     v = _split(x @ w_v, num_kv_heads)
     repeat = (lambda t: t.repeat(1, n_rep, 1, 1)) if tiled else (
@@ -118,7 +121,8 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
         if stop == 0:
             outputs.append(torch.zeros_like(x[:, t:t + 1]) @ w_o)
             continue
-        scores = q_t @ k[:, :, start:stop].transpose(-2, -1) * scale  # (B, H, 1, stop - start)
+        step_scale = 1 / math.sqrt(stop - start) if per_step else scale
+        scores = q_t @ k[:, :, start:stop].transpose(-2, -1) * step_scale  # (B, H, 1, stop - start)
         ctx = softmax_rows(scores) @ v[:, :, start:stop]  # (B, H, 1, d_head)
         outputs.append(_merge(ctx) @ w_o)
     return torch.cat(outputs, dim=1)  # (B, N, d_model)

@@ -136,10 +136,13 @@ class Softmax(Exercise):
                         "maximum, but divided by the sum along the last axis: sum along `axis` "
                         "too (e.sum(axis=axis, keepdims=True)).",
                         lambda c: _shift_axis_sum_last(c.args[0], _axis(c))),
-            WrongAnswer("axis_not_moved_back", "the softmax is right but its axis is left last: "
-                        "after np.moveaxis(x, axis, -1) move the result back with "
-                        "np.moveaxis(result, -1, axis), so the output has the input's shape.",
-                        lambda c: np.moveaxis(_softmax_along(c.args[0], _axis(c)), _axis(c), -1)),
+            WrongAnswers("axis_not_moved_back", "the softmax is right but its axis is left "
+                         "last: move it back the way it came, so the output has the input's "
+                         "shape (after np.moveaxis(x, axis, -1), np.moveaxis(result, -1, axis); "
+                         "after np.swapaxes(x, axis, -1), swap the same two axes again).",
+                         lambda c: np.moveaxis(_softmax_along(c.args[0], _axis(c)), _axis(c), -1),
+                         lambda c: [np.swapaxes(_softmax_along(c.args[0], _axis(c)), _axis(c),
+                                                -1)]),
             WrongAnswers("wrong_axis", "each slice along another axis sums to 1 (a hard-coded "
                          "axis=0 or dim=0?): normalise along the axis given by `axis`.",
                          lambda c: _softmax_along(c.args[0], _other_axes(c)[0]),

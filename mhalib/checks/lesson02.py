@@ -334,8 +334,12 @@ class MultiHeadAttention(Exercise):
                         "layout); in this course a weight (d_in, d_out) is applied as x @ W.",
                         transposed),
             WrongAnswer("single_head_d_head_scale", "the output matches ONE head of width d_model "
-                        "(scaled by sqrt(d_head)): split the projections into num_heads heads of "
-                        "width d_head before attention, and merge them after.",
+                        "(scaled by sqrt(d_head)): each score is the sum of every head's dot "
+                        "product. Either the projections were never split into num_heads heads "
+                        "of width d_head, or they were and the head axis was summed away in the "
+                        "scores (an einsum such as 'bqhd,bkhd->bqk' sums over h; keep it: "
+                        "'bqhd,bkhd->bhqk'). Each head needs its own scores and weights, merged "
+                        "after.",
                         lambda c: one_head(Case(c.label, (c.args[0], c.args[1]
                                                           * np.sqrt(c.args[5]), *c.args[2:])))),
             WrongAnswer("softmax_over_queries", "each head's softmax ran over the queries (axis "

@@ -494,6 +494,10 @@ class DecodeWithCache(MeasuredExercise):
                         stepwise(tiled=True)),
             WrongAnswer("no_scale", NO_HEAD_SCALE,
                         stepwise(scale=1.0)),
+            WrongAnswer("scale_by_cache_length", "each step's scores were divided by the square "
+                        "root of the cache's length (t + 1 keys at step t: k.shape[-2]) where "
+                        "the head width belongs: scale by 1/sqrt(d_head), k.shape[-1].",
+                        stepwise(scale="keys")),
             # (after the models, which say more; not said where attending to every token,
             # future included, reproduces the output: not_causal names that)
             Symptom("reads_a_later_token", "a step's output depends on a token after it: with "

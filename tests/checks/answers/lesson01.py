@@ -360,6 +360,17 @@ WRONG = {
     },
 }
 
+def softmax_swapped_once(x, axis=-1):
+    """The axis swapped to the end and never swapped back."""
+    last = np.swapaxes(np.asarray(x, dtype=float), axis, -1)
+    e = np.exp(last - last.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+ALSO_WRONG = {
+    "softmax": {"axis_not_moved_back": softmax_swapped_once},
+}
+
 RIGHT = {
     "softmax": [softmax_keepdims, softmax_scipy, softmax_torch, softmax_loops, softmax_float32,
                 softmax_logsumexp],

@@ -399,6 +399,21 @@ WRONG = {
     },
 }
 
+def mha_scores_summed_over_heads(x, w_q, w_k, w_v, w_o, num_heads):
+    """Heads split, but the score einsum drops h: every head's dot products summed."""
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+    q, k, v = ((x @ w).reshape(b, n, num_heads, d_head) for w in (w_q, w_k, w_v))
+    s = np.einsum("bqhd,bkhd->bqk", q, k) / np.sqrt(d_head)  # (B, N, N): h summed away
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bqk,bkhd->bqhd", p, v).reshape(b, n, d_model) @ w_o
+
+
+ALSO_WRONG = {
+    "multi_head_attention": {"single_head_d_head_scale": mha_scores_summed_over_heads},
+}
+
 RIGHT = {
     "split_heads": [split_reshape_transpose, split_stack_slices, split_array_split, split_torch,
                     split_einops_style],

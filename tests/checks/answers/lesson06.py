@@ -497,6 +497,20 @@ def decode_cache_replaced(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     return torch.cat(outs, dim=1)
 
 
+def decode_scaled_by_keys_so_far(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """SDPA's scale= given the cache's length, k.shape[-2], for the head width."""
+    ks, vs, outs = [], [], []
+    for t in range(x.shape[1]):
+        xt = x[:, t:t + 1]
+        ks.append(_split(xt @ w_k, num_kv_heads))
+        vs.append(_split(xt @ w_v, num_kv_heads))
+        k, v = torch.cat(ks, 2), torch.cat(vs, 2)
+        out = F.scaled_dot_product_attention(_split(xt @ w_q, num_heads), k, v, enable_gqa=True,
+                                             scale=1 / math.sqrt(k.shape[-2]))
+        outs.append(_merge(out) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
 def decode_prefilled_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     k_all, v_all = _split(x @ w_k, num_kv_heads), _split(x @ w_v, num_kv_heads)
     outs = []
@@ -593,6 +607,7 @@ WRONG = {
         "projects_all_tokens_at_once": decode_single_causal_pass,
         "leaves_torch": decode_numpy_prefix,
         "reads_a_later_token": decode_query_of_the_newest_token,
+        "scale_by_cache_length": decode_scaled_by_keys_so_far,
     },
 }
 
