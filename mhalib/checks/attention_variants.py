@@ -52,6 +52,8 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
     """Grouped-query self-attention (B, N, d_model) -> (B, N, d_model), with knobs.
 
     ``tiled``: head h reads group h % G (x.repeat) instead of h // (H / G).
+    ``split_without_transpose``: True = every split and the merge plain reshapes; a string of
+    "k" and "v" = those splits alone plain, the queries' and the merge right.
     ``scale``: None = 1/sqrt(d_head); "d_model" = 1/sqrt(d_model); "kv_width" =
     1/sqrt(num_kv_heads * d_head), the width of w_k's output; a number = that factor.
     ``causal_shift``: -1 hides the diagonal, +1 shows one future key.
@@ -62,10 +64,10 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
 
     d_model = x.shape[-1]
     d_head = d_model // num_heads
-    transpose = not split_without_transpose
-    q = _split(x @ w_q, num_heads, transpose)  # (B, H, N, d_head)
-    k = _split(x @ w_k, num_kv_heads, transpose)  # (B, G, N, d_head)
-    v = _split(x @ w_v, num_kv_heads, transpose)
+    plain = "qkv" if split_without_transpose is True else split_without_transpose or ""
+    q = _split(x @ w_q, num_heads, "q" not in plain)  # (B, H, N, d_head)
+    k = _split(x @ w_k, num_kv_heads, "k" not in plain)  # (B, G, N, d_head)
+    v = _split(x @ w_v, num_kv_heads, "v" not in plain)
     if swap_kv:
         k, v = v, k
     n_rep = num_heads // num_kv_heads
@@ -88,7 +90,7 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
     else:
         weights = softmax_rows(scores)
     ctx = weights @ v  # (B, H, N, d_head)
-    plain = split_without_transpose or merge_without_transpose
+    plain = split_without_transpose is True or merge_without_transpose
     merged = ctx.reshape(x.shape) if plain else _merge(ctx)
     return merged @ w_o if output_projection else merged
 

@@ -214,6 +214,13 @@ class GroupedQueryAttention(TorchExercise):
                         "and transpose(1, 2); to merge, transpose(1, 2) back before the "
                         "reshape.",
                         variant(split_without_transpose=True)),
+            WrongAnswers("kv_split_without_transpose", "the queries' heads are right, but the "
+                         "keys' or the values' (or both) were split with a plain reshape to (B, "
+                         "G, N, d_head), without a transpose, which mixes positions and K/V "
+                         "heads: reshape to (B, N, G, d_head), then transpose(1, 2), as for q.",
+                         variant(split_without_transpose="kv"),
+                         lambda c: [variant(split_without_transpose="k")(c),
+                                    variant(split_without_transpose="v")(c)]),
             WrongAnswer("no_output_projection", "the merged heads were returned without the output "
                         "projection w_o.", variant(output_projection=False)),
             WrongAnswer("swapped_k_v", "keys and values swapped roles (x @ w_v used as keys, x @ "

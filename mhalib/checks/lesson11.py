@@ -160,6 +160,12 @@ def paged_inputs(rng, seq_lens, *, heads, groups, d, page_size, max_pages, free_
     return (q, k_pages, v_pages, table.astype(np.int64), np.asarray(seq_lens, dtype=np.int64))
 
 
+def _louder(args, factor: float):
+    """Paged inputs whose queries are ``factor`` times larger (scores past exp's range)."""
+    q, *rest = args
+    return (q * factor, *rest)
+
+
 def paged_variant(q, k_pages, v_pages, block_table, seq_lens, *, tiled=False,
                   sorted_pages=False, swap_page_slot=False, length="exact", scale=None,
                   nan_empty=False):
@@ -267,6 +273,11 @@ class PagedAttention(TorchExercise):
             TorchCase("a sequence of one token sees only that token", paged_inputs(
                 rng, [1, 6], heads=2, groups=1, d=8, page_size=4, max_pages=2),
                 degenerate=True),
+            # (scores near 100: exp overflows float32 unless the row maximum is subtracted;
+            # round AP's repair that dropped the shift passed every case above)
+            TorchCase("queries 60 times larger: scores past exp's float32 range",
+                      _louder(paged_inputs(rng, [13, 9], heads=4, groups=2, d=16, page_size=4,
+                                           max_pages=4), 60.0)),
         ]
 
     def mistakes(self):

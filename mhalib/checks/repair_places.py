@@ -77,26 +77,39 @@ def elsewhere(tree: ast.FunctionDef | None, mutant, first_line: int,
 
 def bypassed(tree: ast.FunctionDef | None, mutant, first_line: int) -> str:
     """When ``mutant`` reads another variable wherever the code reads ``name`` (two reads or
-    more, ``name`` not made from the other): ``name`` is then read nowhere, and the value made
-    for it is the likelier slip, as a phrase; else ``""`` (round AA: ``scores = 2 * (N * D) **
-    2`` mended by reading ``wsum``, which held the right count, at both of its uses)."""
+    more, or one of a value reduced from an input's entries; ``name`` not made from the other):
+    ``name`` is then read nowhere, and the value made for it is the likelier slip, as a phrase;
+    else ``""`` (round AA: ``scores = 2 * (N * D) ** 2`` mended by reading ``wsum``, which held
+    the right count, at both of its uses)."""
     swap = getattr(mutant, "swap", None)
     if tree is None or swap is None or None in swap:
         return ""
     name, other = swap
     reads = _reads_of(tree, name)
-    if len(reads) < 2 or len(mutant.edits) < len(reads):
-        return ""
     made = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign))
             and any(isinstance(t, ast.Name) and t.id == name
                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
-    if len(made) != 1 or any(isinstance(n, ast.Name) and n.id == other
-                             for n in ast.walk(made[0].value)):
+    if not reads or len(mutant.edits) < len(reads) or len(made) != 1 or any(
+            isinstance(n, ast.Name) and n.id == other for n in ast.walk(made[0].value)):
+        return ""
+    if len(reads) < 2 and not _reduced_from_data(made[0].value):
         return ""
     text = ast.unparse(made[0])
     said = f" (`{text}`)" if len(text) <= MAX_SAID // 2 else ""
     return (f"`{name}` is then read nowhere: the slip is most likely where it is made, line "
             f"{first_line + made[0].lineno - 1}{said}, and `{other}` holds what it should")
+
+
+def _reduced_from_data(value: ast.AST) -> bool:
+    """A value computed by reducing an input's entries (``int(lengths.max())``, ``x.sum()``):
+    made that way for its one read, it is likelier the slip than the read (round AP: the
+    longest length taken for the mask's width n), unlike a size read off a shape (``d_v =
+    v.shape[-1]`` read where d_k belongs is a slip at the read)."""
+    return any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(
+        n.func, "id", None)) in _REDUCTIONS for n in ast.walk(value))
+
+
+_REDUCTIONS = ("max", "min", "amax", "amin", "sum", "mean", "argmax", "item")
 
 
 def _made_a_twin(tree, mutant, statement) -> tuple[str, str, list[int]] | None:

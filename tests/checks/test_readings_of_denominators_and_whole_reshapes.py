@@ -215,3 +215,34 @@ def test_a_running_sum_that_kept_the_keys_is_among_the_readings_of_a_broadcast_c
     assert not verdict.passed
     assert "If instead the operand with" in verdict.diagnosis, verdict.diagnosis
     assert "it kept that axis" in verdict.diagnosis, verdict.diagnosis
+
+
+def padding_mask_as_wide_as_the_longest(lengths, n):
+    lengths = np.asarray(lengths)
+    longest = int(np.max(lengths))  # the longest length, read once below where n belongs
+    keep = np.arange(longest)[None, :] < lengths[:, None]  # (B, longest)
+    return keep[:, None, None, :]
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_value_reduced_from_the_data_for_its_one_read_is_said_as_the_likelier_slip():
+    verdict = judged("padding_mask", padding_mask_as_wide_as_the_longest)
+    assert not verdict.passed
+    assert "`longest` is then read nowhere: the slip is most likely where it is made" in \
+        verdict.diagnosis, verdict.diagnosis
+
+
+def attention_scaled_by_values_width(q, k, v):
+    d_v = v.shape[-1]  # a size read off a shape, then read where d_k belongs
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_v)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w = w / w.sum(-1, keepdims=True)
+    return w @ v, w
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_size_read_off_a_shape_for_its_one_read_is_not_said_as_read_around():
+    verdict = judged("attention", attention_scaled_by_values_width)
+    assert not verdict.passed
+    assert "where your code has `v.shape[-1]`" in verdict.diagnosis, verdict.diagnosis
+    assert "read nowhere" not in verdict.diagnosis, verdict.diagnosis

@@ -199,6 +199,15 @@ def gqa_reshape_heads(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=Fal
     return out.to(x.dtype).reshape(b, n, d) @ w_o
 
 
+def gqa_values_reshaped_plainly(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
+    """q and k split right; v by a plain reshape to (B, G, N, d_head)."""
+    b, n, d = x.shape
+    v = (x @ w_v).reshape(b, num_kv_heads, n, d // num_heads)
+    out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_k, num_kv_heads),
+                                         v, is_causal=causal, enable_gqa=True)
+    return _merge(out) @ w_o
+
+
 def gqa_values_as_keys(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False):
     out = F.scaled_dot_product_attention(_split(x @ w_q, num_heads), _split(x @ w_v, num_kv_heads),
                                          _split(x @ w_k, num_kv_heads), is_causal=causal,
@@ -589,6 +598,7 @@ WRONG = {
         "swapped_k_v": gqa_values_as_keys, "softmax_over_queries": gqa_softmax_dim_minus_2,
         "merge_without_transpose": gqa_merge_reshape, "returns_weights_too": gqa_with_weights,
         "projection_weight_reused": gqa_keys_from_w_v, "first_group_only": gqa_group_zero,
+        "kv_split_without_transpose": gqa_values_reshaped_plainly,
     },
     "kv_cache_bytes": {
         "no_factor_2": cache_no_factor_2, "no_layers": cache_one_layer,
