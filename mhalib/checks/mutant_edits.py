@@ -56,9 +56,11 @@ _COMPARE_SWAPS = {
 _UNWRAPPED_METHODS = ("transpose", "swapaxes", "permute", "movedim", "moveaxis", "t", "contiguous",
                       "float", "double", "to")
 # library functions taken for one another (round AC: log1p as "a stable log", where log(x)
-# belongs; log1p(x) is log(1 + x))
+# belongs; log1p(x) is log(1 + x); round AQ: np.maximum(x, axis), an elementwise maximum with
+# the number axis, where the reduction np.max(x, axis) belongs)
 _LOOKALIKES = {"log": ("log1p",), "log1p": ("log",), "exp": ("expm1",), "expm1": ("exp",),
-               "logaddexp": ("logaddexp2",), "logaddexp2": ("logaddexp",)}
+               "logaddexp": ("logaddexp2",), "logaddexp2": ("logaddexp",),
+               "maximum": ("max",), "minimum": ("min",)}  # (np's: axis= and keepdims=)
 PINNED = (0, 1, -1)  # what an int variable may be hard-coded as (an axis, a count)
 SHORTCUT_DROPPED = ("that is, without the early return: on the failing cases it fires and "
                     "returns what the contract does not want there")
@@ -322,8 +324,13 @@ def _call_edits(node: ast.Call):
         yield ast.Call(node.func, swapped, node.keywords)
     if isinstance(node.func, ast.Attribute):  # (torch.log, np.log, x.log(), math.log)
         for other in _LOOKALIKES.get(node.func.attr, ()):
-            yield ast.Call(ast.Attribute(node.func.value, other, ast.Load()), node.args,
-                           node.keywords)
+            func = ast.Attribute(node.func.value, other, ast.Load())
+            if node.func.attr in ("maximum", "minimum") and len(node.args) == 2:
+                # (the reduction meant: along the axis given, kept for the broadcast)
+                yield ast.Call(func, node.args[:1], [
+                    ast.keyword("axis", node.args[1]), ast.keyword("keepdims", ast.Constant(True))])
+                continue
+            yield ast.Call(func, node.args, node.keywords)
 
 
 def _slice_edits(node: ast.Subscript):

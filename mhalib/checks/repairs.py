@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import time
 import warnings
 
 import numpy as np
@@ -33,6 +32,7 @@ from mhalib.checks.edit_nodes import HINT
 from mhalib.checks.encoding import decode
 from mhalib.checks.mutants import _alike, _locals_seen
 from mhalib.checks.repair_alternatives import another_operand
+from mhalib.checks.repair_clock import SearchClock
 from mhalib.checks.repair_places import SIMPLE_STATEMENTS, bypassed, elsewhere
 
 MAX_TRIES = 3000
@@ -71,7 +71,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     from mhalib.checks.mutant_schema import build_schema
     from mhalib.checks.output_problem import output_problem
 
-    started = time.perf_counter()
+    clock = SearchClock(budget_s)
 
     def right(case, entry) -> bool:
         if entry.get("status") != "ok":
@@ -102,14 +102,14 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
     order = failing + others  # a try is over at its first wrong case: the failing ones first
 
     def passes(case) -> bool:
-        left = budget_s - (time.perf_counter() - started)
+        left = clock.left()
         if left <= 0:
             raise _OutOfTime
         from mhalib.checks.calls import run_case
 
         limit = min(left, TRY_LIMIT_FACTOR * slowest_s + 0.05, timeout or left)
         entry = run_case(exercise, schema.function, case, limit)
-        if entry.get("status") == "timeout" and time.perf_counter() - started >= budget_s:
+        if entry.get("status") == "timeout" and clock() >= budget_s:
             raise _OutOfTime
         return right(case, entry)
 
@@ -146,7 +146,7 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
                 continue
             if mutant.swap is not None and seen is None:  # (the swaps come last)
                 seen = _values_seen(exercise, schema, failing[0],
-                                    budget_s - (time.perf_counter() - started))
+                                    clock.left())
                 if seen is None:
                     return None
             if mutant.swap is not None and not _alike(seen.get(mutant.where, {}),
@@ -180,11 +180,11 @@ def find_repair(exercise, func, cases, entries, timeout, budget_s: float,
         """The learner's locals on the first failing case, read once (or {} out of time)."""
         if "seen" not in looked:
             looked["seen"] = _values_seen(exercise, schema, failing[0],
-                                          budget_s - (time.perf_counter() - started)) or {}
+                                          clock.left()) or {}
         return looked["seen"]
     with _quiet():
-        cancels = _cancelling(exercise, schema, failing, returned, found, first_seen, started,
-                              budget_s)
+        cancels = _cancelling(exercise, schema, failing, returned, found, first_seen,
+                              clock)
     if len(found) == 2 and bool(cancels[0]) != bool(cancels[1]):
         keep = 0 if not cancels[0] else 1  # the other place only cancels the slip
         found, cancels = found[keep:keep + 1], cancels[keep:keep + 1]
@@ -212,8 +212,8 @@ def _spare_cases(spare) -> list:
         return []
 
 
-def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
-                budget_s) -> list[list]:
+def _cancelling(exercise, schema, failing, returned, found, first_seen,
+                clock) -> list[list]:
     """For each repair of ``found``, the learner's variables (and arithmetic expressions that
     hold the edit: :func:`mhalib.checks.repair_cancels.expressions_changed`) that held a value
     the answer key computes and that the repair makes wrong
@@ -240,7 +240,7 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
     if pool is None or not any(pool):
         return none
     before = first_seen() if case is failing[0] else _values_seen(
-        exercise, schema, case, budget_s - (time.perf_counter() - started))
+        exercise, schema, case, clock.left())
     if not before:
         return none
     if not any(case is c for c in returned):  # (every failing call raised: a name assigned
@@ -259,7 +259,7 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen, started,
         schema.active.update(mutant.ids)
         try:
             after = _values_seen(exercise, schema, case,
-                                 budget_s - (time.perf_counter() - started))
+                                 clock.left())
         finally:
             schema.active.clear()
         if after is None:

@@ -8,7 +8,10 @@ each chunk's heads split and merged by plain reshapes (a model of its own, fixtu
 said as that length although the batch has the same size; an index written at one axis of an
 argument and meant for another, said with the subscript's axes swapped; after round AN, % where
 // belongs among the search's operator swaps; diag and outer of one row used on a batch of
-rows; a running sum that kept the keys' axis beside a value that kept the features."""
+rows; a running sum that kept the keys' axis beside a value that kept the features; after round
+AP, a value reduced from the data for its one read is the likelier slip when a repair reads
+around it (and a size read off a shape is not); after round AQ, np.maximum(x, axis) where the
+reduction np.max(x, axis=axis, keepdims=True) belongs among the search's edits."""
 
 from __future__ import annotations
 
@@ -246,3 +249,17 @@ def test_a_size_read_off_a_shape_for_its_one_read_is_not_said_as_read_around():
     assert not verdict.passed
     assert "where your code has `v.shape[-1]`" in verdict.diagnosis, verdict.diagnosis
     assert "read nowhere" not in verdict.diagnosis, verdict.diagnosis
+
+
+def softmax_shifted_by_an_elementwise_maximum(x, axis=-1):
+    top = np.maximum(np.asarray(x, dtype=float), axis)  # meant: each slice's largest entry
+    ex = np.exp(x - top)
+    return ex / ex.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.usefixtures("searching")
+def test_an_elementwise_maximum_where_the_reduction_belongs_is_mended_by_the_search():
+    verdict = judged("softmax", softmax_shifted_by_an_elementwise_maximum)
+    assert not verdict.passed
+    assert "keepdims=True)` where your code has `np.maximum(" in verdict.diagnosis, \
+        verdict.diagnosis
