@@ -102,13 +102,15 @@ def stepwise_decode(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, *, visible="
     "past" (0..t-1: the new token not yet in the cache), "all" (0..N-1: no causality),
     "self" (t only: a cache replaced by each new token instead of grown). ``scale``: None =
     1/sqrt(d_head); "keys" = 1/sqrt(the keys step t attends to), the cache's length read for
-    the head width; a number = that factor."""
+    the head width; "d_model" = 1/sqrt(d_model); a number = that factor."""
     import torch
 
     batch, n, d_model = x.shape
     d_head = d_model // num_heads
     n_rep = num_heads // num_kv_heads
     per_step = scale == "keys"
+    if scale == "d_model":
+        scale = 1 / math.sqrt(d_model)
     scale = 1 / math.sqrt(d_head) if scale is None or per_step else scale
     k = _split(x @ w_k, num_kv_heads)  # (B, G, N, d_head)
     v = _split(x @ w_v, num_kv_heads)

@@ -501,6 +501,9 @@ class DecodeWithCache(MeasuredExercise):
                         stepwise(tiled=True)),
             WrongAnswer("no_scale", NO_HEAD_SCALE,
                         stepwise(scale=1.0)),
+            WrongAnswer("scale_d_model", "the scores were divided by sqrt(d_model); each head's "
+                        "dot product has d_head = d_model / num_heads terms, so divide by "
+                        "sqrt(d_head).", stepwise(scale="d_model")),
             WrongAnswer("scale_by_cache_length", "each step's scores were divided by the square "
                         "root of the cache's length (t + 1 keys at step t: k.shape[-2]) where "
                         "the head width belongs: scale by 1/sqrt(d_head), k.shape[-1].",

@@ -520,6 +520,20 @@ def decode_scaled_by_keys_so_far(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads)
     return torch.cat(outs, dim=1)
 
 
+def decode_scaled_by_model_width(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
+    """Each step's scores divided by sqrt(d_model), the model's width, not the head's."""
+    ks, vs, outs = [], [], []
+    for t in range(x.shape[1]):
+        xt = x[:, t:t + 1]
+        ks.append(_split(xt @ w_k, num_kv_heads))
+        vs.append(_split(xt @ w_v, num_kv_heads))
+        out = F.scaled_dot_product_attention(_split(xt @ w_q, num_heads), torch.cat(ks, 2),
+                                             torch.cat(vs, 2), enable_gqa=True,
+                                             scale=x.shape[-1] ** -0.5)
+        outs.append(_merge(out) @ w_o)
+    return torch.cat(outs, dim=1)
+
+
 def decode_prefilled_cache(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads):
     k_all, v_all = _split(x @ w_k, num_kv_heads), _split(x @ w_v, num_kv_heads)
     outs = []
@@ -618,6 +632,7 @@ WRONG = {
         "leaves_torch": decode_numpy_prefix,
         "reads_a_later_token": decode_query_of_the_newest_token,
         "scale_by_cache_length": decode_scaled_by_keys_so_far,
+        "scale_d_model": decode_scaled_by_model_width,
     },
 }
 
