@@ -300,3 +300,38 @@ def _same(a, b) -> bool:
 def _in(value, pool: list) -> bool:
     return any(_same(value, other) for other in pool
                if isinstance(other, np.ndarray) == isinstance(value, np.ndarray))
+
+
+def gives_the_argument(tree: ast.FunctionDef | None, mutant) -> bool:
+    """Every edit of ``mutant`` puts one of the function's parameters where its code (``tree``)
+    has a constant (a number, or a name assigned a number once): a value hard-coded where the
+    contract passes one is the slip itself, wherever the repair finds it, never a cancellation
+    (round AS: `bf16 = 2` read for bytes_per_element; a K that held the key's elements of K and
+    V by that 2 had been said to be made wrong by the repair)."""
+    if tree is None or not mutant.edits:
+        return False
+    parameters = {a.arg for a in tree.args.args + tree.args.kwonlyargs}
+    constants = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant)
+                 and type(node.value.value) in (int, float)
+                 for t in node.targets if isinstance(t, ast.Name)} - assigned_twice(tree)
+    return all(isinstance(new, ast.Name) and new.id in parameters and (
+        isinstance(old, ast.Constant) or isinstance(old, ast.Name) and old.id in constants)
+        for old, new in mutant.edits)
+
+
+def assigned_twice(tree: ast.FunctionDef | None) -> set:
+    """The names ``tree`` assigns in more than one statement (or as a loop's variable, or with
+    ``+=``)."""
+    if tree is None:
+        return set()
+    counts: dict = {}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    more = 2 if isinstance(node, (ast.AugAssign, ast.For)) else 1
+                    counts[name.id] = counts.get(name.id, 0) + more
+    return {name for name, count in counts.items() if count > 1}

@@ -226,9 +226,11 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
     broadcast), not what it holds once the repair lets that statement run. Empty lists when
     there is no time left to look."""
     from mhalib.checks.repair_cancels import (
+        assigned_twice,
         broken_by,
         expression_values,
         expressions_changed,
+        gives_the_argument,
         key_values,
         least_alike,
         without,
@@ -245,7 +247,7 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
         return none
     if not any(case is c for c in returned):  # (every failing call raised: a name assigned
         # twice may hold its first value, and the repair lets the second run)
-        twice = {where: _assigned_twice(schema.originals.get(where)) for where in before}
+        twice = {where: assigned_twice(_parsed(schema.originals.get(where))) for where in before}
         before = {where: {name: value for name, value in names.items()
                           if name not in twice[where]}
                   for where, names in before.items()}
@@ -255,6 +257,9 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
         result = None
     broken = []
     for mutant in found:
+        if gives_the_argument(_parsed(schema.originals.get(mutant.where)), mutant):
+            broken.append([])  # (a constant where an argument belongs is the slip itself)
+            continue
         schema.active.clear()
         schema.active.update(mutant.ids)
         try:
@@ -278,24 +283,6 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
                 (without(pool[0], result), []), named)
         broken.append(made_wrong)
     return broken
-
-
-def _assigned_twice(function) -> set:
-    """The names ``function`` assigns in more than one statement (or as a loop's variable, or
-    with ``+=``)."""
-    tree = _parsed(function)
-    if tree is None:
-        return set()
-    counts: dict = {}
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    more = 2 if isinstance(node, (ast.AugAssign, ast.For)) else 1
-                    counts[name.id] = counts.get(name.id, 0) + more
-    return {name for name, count in counts.items() if count > 1}
 
 
 def _names(broken: list) -> str:

@@ -18,10 +18,13 @@ OWN_POSITION_ONLY = (
 
 
 def masked_as_zero(head, w, rows) -> str | None:
-    """What it says when every masked key got the weight a score of 0 gives (a mask filled
-    with 0 where -inf belongs), else None."""
+    """What it says when every masked key that got weight got the weight a score of 0 gives (a
+    mask filled with 0, or multiplied in, where -inf belongs), else None."""
     hidden = ~head.allowed & rows[:, None]
-    if not hidden.any() or not (w[rows] > 0).all():
+    # (a chunk's keys past its end are not there to weigh, round AS: a read-back weight of
+    # about 1e-16 there is no weight)
+    seen = hidden & (w > 1e-6 * np.abs(w).max(axis=1, keepdims=True))
+    if not seen.any() or not (w[head.allowed & rows[:, None]] > 0).all():
         return None
     logits = head.scale * (head.q @ head.k.T)  # (N_q, N_k), the right scores
     log_w = np.log(np.where(w > 0, w, 1.0))
@@ -31,12 +34,13 @@ def masked_as_zero(head, w, rows) -> str | None:
     allowed_fit = np.allclose(shift[head.allowed & rows[:, None]],
                               np.broadcast_to(offset, shift.shape)[head.allowed & rows[:, None]],
                               atol=1e-6)
-    zero_fit = np.allclose(log_w[hidden], np.broadcast_to(offset, w.shape)[hidden], atol=1e-6)
+    zero_fit = np.allclose(log_w[seen], np.broadcast_to(offset, w.shape)[seen], atol=1e-6)
     if not (allowed_fit and zero_fit):
         return None
-    return ("every masked key gets exactly the weight of a score of 0: the masked scores were "
-            "set to 0 instead of -inf, and exp(0) = 1 still gives them weight; fill them with "
-            "-inf (float('-inf')) so that exp gives 0")
+    which = "every masked key" if np.array_equal(seen, hidden) else "every masked key it weighs"
+    return (f"{which} gets exactly the weight of a score of 0: the masked scores were set to 0 "
+            "(filled with 0, or multiplied by a 0/1 mask) instead of -inf, and exp(0) = 1 still "
+            "gives them weight; fill them with -inf (float('-inf')) so that exp gives 0")
 
 
 def mask_added(head, w, rows) -> str | None:

@@ -263,3 +263,46 @@ def test_an_elementwise_maximum_where_the_reduction_belongs_is_mended_by_the_sea
     assert not verdict.passed
     assert "keepdims=True)` where your code has `np.maximum(" in verdict.diagnosis, \
         verdict.diagnosis
+
+
+def prefill_future_scores_zeroed(x, w_q, w_k, w_v, w_o, num_heads, chunk_size):
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+
+    def heads(t):  # (b, c, d_model) -> (b, H, c, d_head)
+        return t.reshape(b, t.shape[1], num_heads, d_head).transpose(1, 2).double()
+
+    keys, values, rows = [], [], []
+    for start in range(0, n, chunk_size):
+        xc = x[:, start:start + chunk_size]
+        keys.append(heads(xc @ w_k))
+        values.append(heads(xc @ w_v))
+        k, v = torch.cat(keys, dim=2), torch.cat(values, dim=2)
+        s = heads(xc @ w_q) @ k.transpose(-1, -2) / math.sqrt(d_head)
+        c, t = s.shape[-2], s.shape[-1]
+        seen = torch.ones(c, t, dtype=torch.bool).tril(t - c)
+        s = torch.where(seen, s, torch.zeros_like(s))  # 0 where -inf belongs
+        rows.append((torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(b, c, d_model))
+    return (torch.cat(rows, dim=1) @ w_o.double()).to(x.dtype)
+
+
+def test_future_scores_set_to_0_inside_chunks_are_said_as_0_where_minus_inf_belongs():
+    verdict = judged("chunked_prefill", prefill_future_scores_zeroed)
+    assert not verdict.passed
+    assert "gets exactly the weight of a score of 0" in verdict.diagnosis, verdict.diagnosis
+
+
+def cache_bytes_in_half_precision_always(num_layers, num_kv_heads, head_dim, seq_len,
+                                        batch_size=1, bytes_per_element=2):
+    half = 2  # bytes of a bf16: bytes_per_element never read
+    keys = num_layers * num_kv_heads * head_dim * seq_len * batch_size * half
+    values = num_layers * num_kv_heads * head_dim * seq_len * batch_size * half
+    return keys + values
+
+
+@pytest.mark.usefixtures("searching")
+def test_a_constant_where_the_argument_belongs_is_never_said_to_cancel_a_slip_elsewhere():
+    verdict = judged("kv_cache_bytes", cache_bytes_in_half_precision_always)
+    assert not verdict.passed
+    assert "bytes_per_element" in verdict.diagnosis, verdict.diagnosis
+    assert "not where the slip is" not in verdict.diagnosis, verdict.diagnosis
