@@ -58,7 +58,7 @@ def broadcast(exercise, case, last, line, named):
         # (what the sizes also fit, said as "if": a transpose, a .T or a matrix product
         # permutes axes, and permuted neighbours fit these readings too, rounds K, L and T)
         fits = " ".join(f for f in (_one_axis_off(a, b, dim, named),
-                                    _features_kept(a, b, dim, named)) if f)
+                                    _features_kept(a, b, dim, named), _pairs_meant(dim)) if f)
         return ("broadcast", f"two tensors combined element by element disagree on dimension "
                 f"{dim}: {_say(a, named)} against {_say(b, named)}; one of them was built along "
                 "the wrong axis or with the wrong count (heads, groups, tokens), or lost an axis "
@@ -128,6 +128,16 @@ def _one_axis_off(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     return ""
 
 
+def _pairs_meant(dim: int) -> str:
+    """At dimension 0, two vectors may have been meant as a table of every pair (round AT:
+    positions (N,) times frequencies (head_dim/2,), where positions[:, None] belongs)."""
+    if dim != 0:
+        return ""
+    return ("If both operands are vectors (one value per position, one per frequency, say) and "
+            "a table of every pair was meant, put one of them on a new axis: a[:, None] * "
+            "b[None, :] (torch.outer(a, b)).")
+
+
 def _features_kept(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     """When one of ``a``, ``b`` is an input's feature width (its last axis, at the clashing
     ``dim``): a value meant per row that may have kept its features (round AG: delta =
@@ -138,7 +148,9 @@ def _features_kept(a: int, b: int, dim: int, named: dict[str, int]) -> str:
     for own in (a, b):
         for name in names_of(own, named):
             tensor, axis = _tensor_axis(name)
-            if axis != dim or f"{tensor}.shape[{dim + 1}]" in named:
+            # (at dimension 0 the operand has no row axis before: a vector's only axis is no
+            # feature width; round AT's positions (N,) against the frequencies)
+            if axis != dim or dim == 0 or f"{tensor}.shape[{dim + 1}]" in named:
                 continue
             other = b if own == a else a
             other_names = [n for n in names_of(other, named) if n != name]

@@ -123,9 +123,14 @@ def reshape(exercise, case, last, line, named, others=()):
 
     if len(chosen) == 1:
         i, entry, fits = chosen[0]
+        # (a wrong size that is an argument's own value may have been passed as that argument,
+        # not computed: round AT's num_heads where num_kv_heads belongs equalled d_model //
+        # num_heads, and "your 4 is d_model // num_heads" was said of it as certain)
+        passed = [g for g in given if base[g] == entry]
+        made = _made_of(entry, fits, base, passed[0] if passed else None)
         return ("reshape", f"a reshape to {tuple(shape)} ({product} values) got a tensor of "
                 f"{size}: its size {as_many_as(entry, named)} at position {i} should be "
-                f"{right(i, fits)} for this tensor{_made_of(entry, fits, base)}.")
+                f"{right(i, fits)} for this tensor{made}.")
     if chosen:
         said = " or ".join(f"the {as_many_as(entry, named)} at position {i} should be "
                            f"{right(i, fits)}" for i, entry, fits in chosen[:3])
@@ -176,14 +181,17 @@ def _output_shaped(exercise, case, shape: list[int], size: int):
             "made from.")
 
 
-def _made_of(wrong: int, right: int, named: dict[str, int]) -> str:
+def _made_of(wrong: int, right: int, named: dict[str, int], passed: str | None = None) -> str:
     """`` (your 6 is d_model // num_heads)``: what the wrong size was computed from, when a
     quotient of two of the case's sizes gives it and not the right one (every such quotient,
     when more than one does: round U's 2 was G*d_head // num_heads, and d_model // G*d_head
-    too)."""
+    too); said as one of two when the wrong size is also the argument ``passed``'s own value."""
     pairs = [f"{a} // {b}" for a, va in named.items() for b, vb in named.items()
              if a != b and vb > 1 and "/" not in a + b and va // vb == wrong
              and va % vb == 0 and va // vb != right]
     if not pairs:
         return ""
+    if passed is not None:
+        return (f" (your {wrong} is {passed} itself, or {' or '.join(pairs[:3])}: a size "
+                "computed from the wrong dimension)")
     return f" (your {wrong} is {' or '.join(pairs[:3])}: a size computed from the wrong dimension)"

@@ -11,7 +11,11 @@ argument and meant for another, said with the subscript's axes swapped; after ro
 rows; a running sum that kept the keys' axis beside a value that kept the features; after round
 AP, a value reduced from the data for its one read is the likelier slip when a repair reads
 around it (and a size read off a shape is not); after round AQ, np.maximum(x, axis) where the
-reduction np.max(x, axis=axis, keepdims=True) belongs among the search's edits."""
+reduction np.max(x, axis=axis, keepdims=True) belongs among the search's edits; after round
+AS, a constant where the argument belongs never said to cancel a slip, and masked scores set to
+0 read when only some masked keys are there to weigh; after round AT, a vector at dimension 0
+no feature width (two vectors meant as a table of pairs), and a wrong reshape size that is an
+argument's own value not said as certainly computed."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from mhalib.checks import get_exercise, judge_record
 from mhalib.checks.probe import probe
@@ -306,3 +311,34 @@ def test_a_constant_where_the_argument_belongs_is_never_said_to_cancel_a_slip_el
     assert not verdict.passed
     assert "bytes_per_element" in verdict.diagnosis, verdict.diagnosis
     assert "not where the slip is" not in verdict.diagnosis, verdict.diagnosis
+
+
+def rope_angles_without_a_table(positions, head_dim, base=10000.0):
+    freqs = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    return torch.as_tensor(positions).double() * freqs  # (N,) * (head_dim / 2,): no pairs
+
+
+def test_two_vectors_of_other_lengths_are_not_said_to_have_kept_their_features():
+    verdict = judged("rope_angles", rope_angles_without_a_table)
+    assert not verdict.passed
+    assert "the feature width" not in verdict.diagnosis, verdict.diagnosis
+    assert "a[:, None] * b[None, :]" in verdict.diagnosis, verdict.diagnosis
+
+
+def gqa_keys_split_into_query_heads(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads,
+                                    causal=False):
+    b, n, d_model = x.shape
+    d_head = d_model // num_heads
+    q = (x @ w_q).reshape(b, n, num_heads, d_head).transpose(1, 2)
+    k = (x @ w_k).reshape(b, n, num_heads, d_head).transpose(1, 2)  # num_kv_heads belongs
+    v = (x @ w_v).reshape(b, n, num_kv_heads, d_head).transpose(1, 2)
+    v = v.repeat_interleave(num_heads // num_kv_heads, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2).reshape(
+        b, n, d_model) @ w_o
+
+
+def test_a_wrong_size_that_is_an_argument_s_value_is_not_said_as_certainly_computed():
+    verdict = judged("grouped_query_attention", gqa_keys_split_into_query_heads)
+    assert not verdict.passed
+    assert "(as many as num_kv_heads)" in verdict.diagnosis, verdict.diagnosis
+    assert "is d_model // num_heads:" not in verdict.diagnosis, verdict.diagnosis
