@@ -90,8 +90,8 @@ def gqa_variant(x, w_q, w_k, w_v, w_o, num_heads, num_kv_heads, causal=False, *,
     else:
         weights = softmax_rows(scores)
     ctx = weights @ v  # (B, H, N, d_head)
-    plain = split_without_transpose is True or merge_without_transpose
-    merged = ctx.reshape(x.shape) if plain else _merge(ctx)
+    merge_plain = split_without_transpose is True or merge_without_transpose
+    merged = ctx.reshape(x.shape) if merge_plain else _merge(ctx)
     return merged @ w_o if output_projection else merged
 
 

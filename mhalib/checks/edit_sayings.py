@@ -96,15 +96,17 @@ def say(tree: ast.FunctionDef, node: ast.AST, new: ast.AST, aliases: dict[str, s
     while id(shown) in parents and (_too_small(shown) or isinstance(
             parents[id(shown)], (ast.keyword, ast.UnaryOp, ast.Slice))):
         shown = parents[id(shown)]
-    while id(shown) in parents and (isinstance(shown, (ast.keyword, ast.Slice)) or (
-            isinstance(shown, ast.Tuple) and isinstance(parents[id(shown)], ast.Subscript))):
+    def subscript_tuple(node) -> bool:  # (`(:, h % n_rep)` is no code: round AN)
+        return isinstance(node, ast.Tuple) and isinstance(parents[id(node)], ast.Subscript)
+
+    while id(shown) in parents and (isinstance(shown, (ast.keyword, ast.Slice))
+                                    or subscript_tuple(shown)):
         shown = parents[id(shown)]  # a bound or an index shown with what it indexes
     while id(shown) in parents and len(_render(shown, aliases)) < least and not isinstance(
             parents[id(shown)], (ast.stmt, ast.comprehension, ast.arguments)):
         shown = parents[id(shown)]
-    while id(shown) in parents and isinstance(shown, ast.Tuple) and isinstance(
-            parents[id(shown)], ast.Subscript):
-        shown = parents[id(shown)]  # (round AN: `(:, h % n_rep)` is no code; `x[:, h % n_rep]`)
+    while id(shown) in parents and subscript_tuple(shown):  # (grown into one: `x[:, h % n]`)
+        shown = parents[id(shown)]
     old, new_text = _render(shown, aliases), _render(_replaced(shown, node, new), aliases)
     if len(old) > MAX_SAID or len(new_text) > MAX_SAID:
         old, new_text, shown = _render(node, aliases), _render(new, aliases), node

@@ -68,9 +68,9 @@ def _fit_names(position: int, fits: int, full: dict[str, int], others) -> list[s
     name's). The error's own numbers may have ruled a name out as a coincidence where it stood
     for another size (round AM: the batch of 2 beside a last chunk of 2 queries, N %
     chunk_size, which the reshape wanted)."""
-    names = [name for name, value in full.items() if value == fits]
     if not others:
         return []
+    names = [name for name, value in full.items() if value == fits]
     for their, text in others:
         reported = _reshape_sizes(text)
         if reported is None or len(reported[0]) <= position:
@@ -165,14 +165,15 @@ def _output_shaped(exercise, case, shape: list[int], size: int):
         return None
     ratio, more = found
     named = {name: value for name, value in sizes(exercise, case).items() if value == ratio}
-    heads = any("head" in name for name in named)
-    cause = ("most likely a tensor that kept its full width where one head's belongs (one of q, "
-             "k or v never split into heads, whose axes then broadcast against the others' "
-             "heads), or another axis broadcast against one it should not meet"
-             if heads and more else "an axis kept, or a size used, where the contract has "
-             "another (two axes broadcast against each other)")
     if not more:
         cause = "an axis summed, sliced or averaged away, or one head's width where all belong"
+    elif any("head" in name for name in named):
+        cause = ("most likely a tensor that kept its full width where one head's belongs (one "
+                 "of q, k or v never split into heads, whose axes then broadcast against the "
+                 "others' heads), or another axis broadcast against one it should not meet")
+    else:
+        cause = ("an axis kept, or a size used, where the contract has another (two axes "
+                 "broadcast against each other)")
     return ("reshape_output", f"a reshape to {tuple(shape)}, the output's own shape, got a "
             f"tensor of {size} values, {as_many_as(ratio, named)} times "
             f"{'as many as' if more else 'fewer than'} its {product}: the reshape's sizes are "

@@ -237,6 +237,10 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
     )
 
     none = [[] for _ in found]
+    trees = {where: _parsed(function) for where, function in schema.originals.items()}
+    given = [gives_the_argument(trees.get(mutant.where), mutant) for mutant in found]
+    if all(given):
+        return none  # (a constant where an argument belongs is the slip itself)
     case, named = least_alike(exercise, returned or failing)
     pool = key_values(exercise, case)
     if pool is None or not any(pool):
@@ -247,7 +251,7 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
         return none
     if not any(case is c for c in returned):  # (every failing call raised: a name assigned
         # twice may hold its first value, and the repair lets the second run)
-        twice = {where: assigned_twice(_parsed(schema.originals.get(where))) for where in before}
+        twice = {where: assigned_twice(trees.get(where)) for where in before}
         before = {where: {name: value for name, value in names.items()
                           if name not in twice[where]}
                   for where, names in before.items()}
@@ -256,9 +260,9 @@ def _cancelling(exercise, schema, failing, returned, found, first_seen,
     except Exception:
         result = None
     broken = []
-    for mutant in found:
-        if gives_the_argument(_parsed(schema.originals.get(mutant.where)), mutant):
-            broken.append([])  # (a constant where an argument belongs is the slip itself)
+    for mutant, constant in zip(found, given):
+        if constant:
+            broken.append([])
             continue
         schema.active.clear()
         schema.active.update(mutant.ids)
